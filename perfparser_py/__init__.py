@@ -1,0 +1,1 @@
+"""perfparser-py: perf.data to hotspot QPERFSTREAM converter."""
