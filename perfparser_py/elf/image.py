@@ -1,0 +1,561 @@
+"""One loaded ELF file: headers, PT_LOAD layout, load bias, sections, symbol table.
+
+`ElfImage` is the per-file object shared by every process that maps the file. Opening reads
+only the ELF/program/section headers and the notes; the symbol table, PLT map and section
+contents are built on first use. A malformed file never raises: `open()` returns None or the
+affected feature returns nothing, with one warning per file on stderr.
+"""
+
+from __future__ import annotations
+
+import bisect
+import lzma
+import mmap
+import os
+import struct
+import sys
+import zlib
+
+from ..demangle import demangle
+
+ET_EXEC = 2
+ET_DYN = 3
+PT_LOAD = 1
+PT_NOTE = 4
+SHT_SYMTAB = 2
+SHT_RELA = 4
+SHT_NOTE = 7
+SHT_NOBITS = 8
+SHT_REL = 9
+SHT_DYNSYM = 11
+SHF_ALLOC = 0x2
+SHF_COMPRESSED = 0x800
+SHN_UNDEF = 0
+SHN_LORESERVE = 0xFF00
+STT_TLS = 6
+NT_GNU_BUILD_ID = 3
+DT_NULL = 0
+DT_PLTGOT = 3
+EM_ARM = 40
+
+MACHINES = {
+    2: "sparc", 3: "i386", 8: "mips", 18: "sparc", 20: "ppc", 21: "ppc64", 22: "s390",
+    42: "sh", 43: "sparcv9", 40: "arm", 62: "x86_64", 183: "aarch64", 243: "riscv",
+    258: "loongarch",
+}
+
+# Page sizes a kernel may have used to round a segment's file offset down for mmap.
+_PAGE_SIZES = (0x1000, 0x4000, 0x10000)
+# Upper bound for a decompressed section, against zip bombs in hostile files.
+_MAX_SECTION = 1 << 30
+
+_warned: set[str] = set()
+
+
+class ElfFormatError(Exception):
+    """Internal: the file is not a well-formed ELF (never leaves this module)."""
+
+
+def warn_once(path: str, message: str) -> None:
+    """Print one warning per file on stderr."""
+    if path not in _warned:
+        _warned.add(path)
+        print(f"perfparser: warning: {path}: {message}", file=sys.stderr)
+
+
+class _Section:
+    __slots__ = ("name", "type", "flags", "addr", "offset", "size", "link", "info", "entsize")
+
+    def __init__(self, name, type_, flags, addr, offset, size, link, info, entsize):
+        self.name: str = name
+        self.type: int = type_
+        self.flags: int = flags
+        self.addr: int = addr
+        self.offset: int = offset
+        self.size: int = size
+        self.link: int = link
+        self.info: int = info
+        self.entsize: int = entsize
+
+
+class ElfImage:
+    """A parsed ELF file (or in-memory ELF, e.g. the .gnu_debugdata mini image)."""
+
+    def __init__(self, path: str, data: bytes | mmap.mmap | memoryview) -> None:
+        self.path = path
+        self._data = memoryview(data)
+        self.debug: ElfImage | None = None
+        self.build_id: bytes | None = None
+        self.debuglink: tuple[str, int] | None = None
+        self.segments: list[tuple[int, int, int, int]] = []
+        self._aligns: list[int] = []
+        self._sections: list[_Section] = []
+        self._by_name: dict[str, _Section] = {}
+        self._section_cache: dict[str, tuple[int, memoryview] | None] = {}
+        self._syms: tuple[list[int], list[int], list[bytes]] | None = None
+        self._alloc: tuple[list[int], list[_Section]] | None = None
+        self._plt: tuple[int, dict[int, str]] | None = None
+        self._parse_headers()
+
+    # ----------------------------------------------------------------- opening
+
+    @staticmethod
+    def open(path: str) -> ElfImage | None:
+        """Map and parse `path`; None if missing, unreadable, not ELF, or malformed."""
+        try:
+            with open(path, "rb") as f:
+                if f.read(4) != b"\x7fELF":
+                    return None
+                size = os.fstat(f.fileno()).st_size
+                data = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            return None
+        try:
+            return ElfImage(path, data)
+        except (ElfFormatError, struct.error, ValueError, IndexError) as e:
+            warn_once(path, f"malformed ELF ignored ({e})")
+            return None
+
+    @staticmethod
+    def from_bytes(path: str, data: bytes) -> ElfImage | None:
+        """Parse an in-memory ELF; None if it is not well-formed."""
+        if data[:4] != b"\x7fELF":
+            return None
+        try:
+            return ElfImage(path, data)
+        except (ElfFormatError, struct.error, ValueError, IndexError):
+            return None
+
+    def _parse_headers(self) -> None:
+        d = self._data
+        if len(d) < 52 or bytes(d[:4]) != b"\x7fELF":
+            raise ElfFormatError("no ELF header")
+        cls, enc = d[4], d[5]
+        if cls not in (1, 2) or enc not in (1, 2):
+            raise ElfFormatError("bad class or data encoding")
+        self.is_64 = cls == 2
+        self.little_endian = enc == 1
+        e = "<" if self.little_endian else ">"
+        self._e = e
+        if self.is_64:
+            if len(d) < 64:
+                raise ElfFormatError("truncated ELF header")
+            (etype, mach, _v, _entry, phoff, shoff, _fl, _ehs, phentsize, phnum, shentsize,
+             shnum, shstrndx) = struct.unpack_from(e + "HHIQQQIHHHHHH", d, 16)
+        else:
+            (etype, mach, _v, _entry, phoff, shoff, _fl, _ehs, phentsize, phnum, shentsize,
+             shnum, shstrndx) = struct.unpack_from(e + "HHIIIIIHHHHHH", d, 16)
+        self.elf_type = etype
+        self.e_machine = mach
+        self.machine = MACHINES.get(mach, f"em{mach}")
+        self._parse_segments(phoff, phentsize, phnum)
+        try:
+            self._parse_sections(shoff, shentsize, shnum, shstrndx)
+        except (ElfFormatError, struct.error, ValueError, IndexError) as ex:
+            # Segments are enough to place and read the file; sections are optional.
+            self._sections, self._by_name = [], {}
+            warn_once(self.path, f"section headers ignored ({ex})")
+        self._parse_notes()
+
+    def _check_range(self, off: int, size: int, what: str) -> None:
+        if off < 0 or size < 0 or off + size > len(self._data):
+            raise ElfFormatError(f"{what} outside the file")
+
+    def _parse_segments(self, phoff: int, phentsize: int, phnum: int) -> None:
+        if phnum == 0:
+            return
+        fmt = self._e + ("IIQQQQQQ" if self.is_64 else "IIIIIIII")
+        need = struct.calcsize(fmt)
+        if phentsize < need:
+            raise ElfFormatError("bad program header size")
+        self._check_range(phoff, phentsize * phnum, "program headers")
+        self._notes_ph: list[tuple[int, int]] = []
+        for i in range(phnum):
+            f = struct.unpack_from(fmt, self._data, phoff + i * phentsize)
+            if self.is_64:
+                ptype, _flags, off, vaddr, _paddr, filesz, memsz, align = f
+            else:
+                ptype, off, vaddr, _paddr, filesz, memsz, _flags, align = f
+            if ptype == PT_LOAD:
+                self.segments.append((vaddr, memsz, off, filesz))
+                self._aligns.append(align)
+            elif ptype == PT_NOTE:
+                self._notes_ph.append((off, filesz))
+
+    def _parse_sections(self, shoff: int, shentsize: int, shnum: int, shstrndx: int) -> None:
+        if shoff == 0:
+            return
+        fmt = self._e + ("IIQQQQIIQQ" if self.is_64 else "IIIIIIIIII")
+        need = struct.calcsize(fmt)
+        if shentsize < need:
+            raise ElfFormatError("bad section header size")
+        self._check_range(shoff, need, "section headers")
+        if shnum == 0 or shstrndx == 0xFFFF:
+            # Extended numbering: real values live in section 0.
+            s0 = struct.unpack_from(fmt, self._data, shoff)
+            shnum = shnum or s0[5]
+            if shstrndx == 0xFFFF:
+                shstrndx = s0[6]
+        self._check_range(shoff, shentsize * shnum, "section headers")
+        raw = [struct.unpack_from(fmt, self._data, shoff + i * shentsize) for i in range(shnum)]
+        names = b""
+        if 0 < shstrndx < shnum:
+            s = raw[shstrndx]
+            self._check_range(s[4], s[5], "section name table")
+            names = bytes(self._data[s[4]:s[4] + s[5]])
+        size_of_file = len(self._data)
+        for name_off, stype, flags, addr, off, size, link, info, _align, entsize in raw:
+            end = names.find(b"\0", name_off)
+            name = names[name_off:end if end >= 0 else len(names)].decode("utf-8", "replace")
+            if stype != SHT_NOBITS and (off > size_of_file or off + size > size_of_file):
+                # Truncated file: keep the header but make the contents unavailable.
+                warn_once(self.path, f"section {name} extends past the end of the file")
+                stype = SHT_NOBITS
+            sec = _Section(name, stype, flags, addr, off, size, link, info, entsize)
+            self._sections.append(sec)
+            self._by_name.setdefault(name, sec)
+
+    def _parse_notes(self) -> None:
+        ranges = [(s.offset, s.size) for s in self._sections
+                  if s.type == SHT_NOTE and s.name == ".note.gnu.build-id"]
+        ranges += [(s.offset, s.size) for s in self._sections
+                   if s.type == SHT_NOTE and s.name != ".note.gnu.build-id"]
+        ranges += getattr(self, "_notes_ph", [])
+        for off, size in ranges:
+            bid = self._find_build_id(off, size)
+            if bid is not None:
+                self.build_id = bid
+                break
+        sec = self._by_name.get(".gnu_debuglink")
+        if sec is not None and sec.type != SHT_NOBITS:
+            raw = bytes(self._data[sec.offset:sec.offset + sec.size])
+            end = raw.find(b"\0")
+            crc_off = (end + 4) & ~3
+            if end > 0 and crc_off + 4 <= len(raw):
+                (crc,) = struct.unpack_from(self._e + "I", raw, crc_off)
+                self.debuglink = (raw[:end].decode("utf-8", "surrogateescape"), crc)
+
+    def _find_build_id(self, off: int, size: int) -> bytes | None:
+        d = self._data
+        end = min(off + size, len(d))
+        while off + 12 <= end:
+            namesz, descsz, ntype = struct.unpack_from(self._e + "III", d, off)
+            name_at = off + 12
+            desc_at = name_at + ((namesz + 3) & ~3)
+            nxt = desc_at + ((descsz + 3) & ~3)
+            if nxt > end:
+                return None
+            if ntype == NT_GNU_BUILD_ID and bytes(d[name_at:name_at + namesz]) == b"GNU\0":
+                return bytes(d[desc_at:desc_at + descsz]) or None
+            off = nxt
+        return None
+
+    # ------------------------------------------------------------------ layout
+
+    def load_bias(self, map_addr: int, map_pgoff: int) -> int | None:
+        """Bias (runtime = vaddr + bias) for a mapping of file offset `map_pgoff` at `map_addr`.
+
+        The PT_LOAD whose file range covers the offset decides, so split mappings of any
+        layout (separate-code, differing offset/vaddr deltas) agree on one bias.
+        """
+        if self.elf_type == ET_EXEC:
+            return 0
+        for page in _PAGE_SIZES:
+            best = None
+            for vaddr, _memsz, off, filesz in self.segments:
+                if off & ~(page - 1) <= map_pgoff < off + filesz:
+                    # When two segments share a page, the one starting there is the mapping.
+                    if best is None or off > best[1]:
+                        best = (vaddr, off)
+            if best is not None:
+                vaddr, off = best
+                return map_addr - (vaddr + map_pgoff - off)
+        return None
+
+    def span(self) -> tuple[int, int]:
+        """[lowest p_vaddr, highest p_vaddr + p_memsz) of the PT_LOAD segments."""
+        if not self.segments:
+            return (0, 0)
+        return (min(s[0] for s in self.segments), max(s[0] + s[1] for s in self.segments))
+
+    def read(self, vaddr: int, size: int) -> bytes | None:
+        """File-backed bytes at ELF virtual address `vaddr`, None if not in the file."""
+        for seg_vaddr, _memsz, off, filesz in self.segments:
+            if seg_vaddr <= vaddr and vaddr + size <= seg_vaddr + filesz:
+                start = off + vaddr - seg_vaddr
+                if start + size <= len(self._data):
+                    return bytes(self._data[start:start + size])
+                return None
+        return None
+
+    # ---------------------------------------------------------------- sections
+
+    def _raw_section(self, sec: _Section) -> memoryview:
+        return self._data[sec.offset:sec.offset + sec.size]
+
+    def section(self, name: str) -> tuple[int, memoryview] | None:
+        """(sh_addr, contents) of section `name`, decompressed; None if absent.
+
+        Debug sections and .symtab come from the attached debug file when this file lacks
+        them (or has them as NOBITS).
+        """
+        try:
+            return self._section_cache[name]
+        except KeyError:
+            pass
+        result = self._own_section(name)
+        if result is None and self.debug is not None and (
+            name.startswith(".debug_") or name in (".symtab", ".strtab")
+        ):
+            result = self.debug.section(name)
+        self._section_cache[name] = result
+        return result
+
+    def _own_section(self, name: str) -> tuple[int, memoryview] | None:
+        sec = self._by_name.get(name)
+        zsec = None
+        if sec is None and name.startswith(".debug_"):
+            zsec = self._by_name.get(".zdebug_" + name[7:])
+        if sec is not None and sec.type != SHT_NOBITS:
+            raw = self._raw_section(sec)
+            if sec.flags & SHF_COMPRESSED:
+                data = self._decompress_chdr(sec.name, raw)
+                return None if data is None else (sec.addr, memoryview(data))
+            return (sec.addr, raw)
+        if zsec is not None and zsec.type != SHT_NOBITS:
+            raw = self._raw_section(zsec)
+            if bytes(raw[:4]) != b"ZLIB" or len(raw) < 12:
+                return None
+            (usize,) = struct.unpack_from(">Q", raw, 4)
+            data = self._inflate(zsec.name, raw[12:], 1, usize)
+            return None if data is None else (zsec.addr, memoryview(data))
+        return None
+
+    def _decompress_chdr(self, name: str, raw: memoryview) -> bytes | None:
+        if self.is_64:
+            if len(raw) < 24:
+                return None
+            ctype, _res, usize, _align = struct.unpack_from(self._e + "IIQQ", raw, 0)
+            body = raw[24:]
+        else:
+            if len(raw) < 12:
+                return None
+            ctype, usize, _align = struct.unpack_from(self._e + "III", raw, 0)
+            body = raw[12:]
+        return self._inflate(name, body, ctype, usize)
+
+    def _inflate(self, name: str, body: memoryview, ctype: int, usize: int) -> bytes | None:
+        if usize > _MAX_SECTION:
+            warn_once(self.path, f"section {name} too large when decompressed")
+            return None
+        try:
+            if ctype == 1:
+                d = zlib.decompressobj()
+                data = d.decompress(body, usize)
+            elif ctype == 2:
+                import zstandard
+
+                data = zstandard.ZstdDecompressor().decompressobj().decompress(bytes(body))
+            else:
+                warn_once(self.path, f"section {name}: unknown compression type {ctype}")
+                return None
+        except (zlib.error, ValueError, MemoryError) as e:
+            warn_once(self.path, f"section {name}: cannot decompress ({e})")
+            return None
+        except Exception as e:  # zstandard.ZstdError has no stable import path
+            warn_once(self.path, f"section {name}: cannot decompress ({e})")
+            return None
+        return data[:usize]
+
+    def _alloc_sections(self) -> tuple[list[int], list[_Section]]:
+        if self._alloc is None:
+            secs = sorted((s for s in self._sections if s.flags & SHF_ALLOC and s.size),
+                          key=lambda s: s.addr)
+            self._alloc = ([s.addr for s in secs], secs)
+        return self._alloc
+
+    def section_at(self, vaddr: int) -> str | None:
+        """Name of the allocated section containing `vaddr`."""
+        sec = self._section_containing(vaddr)
+        return None if sec is None else sec.name
+
+    def _section_containing(self, vaddr: int) -> _Section | None:
+        addrs, secs = self._alloc_sections()
+        i = bisect.bisect_right(addrs, vaddr) - 1
+        # Overlapping sections (.tbss) may hide the real one; look back a little.
+        while i >= 0:
+            s = secs[i]
+            if s.addr <= vaddr < s.addr + s.size:
+                return s
+            if i == 0 or addrs[i - 1] + 0x1000000 < vaddr:
+                break
+            i -= 1
+        return None
+
+    # ----------------------------------------------------------------- symbols
+
+    def symbol_at(self, vaddr: int) -> tuple[str, int, int] | None:
+        """(demangled name, st_value, st_size) of the symbol covering ELF address `vaddr`."""
+        syms = self._syms
+        if syms is None:
+            syms = self._syms = self._build_symbols()
+        values, sizes, names = syms
+        i = bisect.bisect_left(values, vaddr)
+        if i < len(values) and values[i] == vaddr:
+            pass
+        elif i == 0:
+            return None
+        else:
+            i -= 1
+            size = sizes[i]
+            if size and vaddr >= values[i] + size:
+                return None
+        name = names[i]
+        if not name:
+            return None
+        return (demangle(name.decode("utf-8", "surrogateescape")), values[i], sizes[i])
+
+    def _symbol_tables(self) -> list[tuple[memoryview, memoryview]]:
+        """(symbols, strings) pairs in upstream's order of preference."""
+        for img in (self.debug, self):
+            if img is None:
+                continue
+            tab = img._table(SHT_SYMTAB)
+            if tab is not None:
+                return [tab]
+        tables = []
+        tab = self._table(SHT_DYNSYM)
+        if tab is not None:
+            tables.append(tab)
+        mini = self._minidebug()
+        if mini is not None:
+            tab = mini._table(SHT_SYMTAB)
+            if tab is not None:
+                tables.append(tab)
+        return tables
+
+    def _table(self, stype: int) -> tuple[memoryview, memoryview] | None:
+        for s in self._sections:
+            if s.type == stype:
+                if not 0 < s.link < len(self._sections):
+                    return None
+                strs = self._sections[s.link]
+                if strs.type == SHT_NOBITS:
+                    return None
+                return (self._raw_section(s), self._raw_section(strs))
+        return None
+
+    def _minidebug(self) -> ElfImage | None:
+        sec = self._by_name.get(".gnu_debugdata")
+        if sec is None or sec.type == SHT_NOBITS:
+            return None
+        try:
+            dec = lzma.LZMADecompressor()
+            data = dec.decompress(bytes(self._raw_section(sec)), _MAX_SECTION)
+        except lzma.LZMAError as e:
+            warn_once(self.path, f".gnu_debugdata: cannot decompress ({e})")
+            return None
+        return ElfImage.from_bytes(self.path + "[.gnu_debugdata]", data)
+
+    def _build_symbols(self) -> tuple[list[int], list[int], list[bytes]]:
+        entries: list[tuple[int, int, bytes]] = []
+        thumb = self.e_machine == EM_ARM
+        for symtab, strtab in self._symbol_tables():
+            strs = bytes(strtab)
+            fmt = self._e + ("IBBHQQ" if self.is_64 else "IIIBBH")
+            entsize = struct.calcsize(fmt)
+            usable = len(symtab) - len(symtab) % entsize
+            for fields in struct.iter_unpack(fmt, symtab[:usable]):
+                if self.is_64:
+                    name_off, info, _other, shndx, value, size = fields
+                else:
+                    name_off, value, size, info, _other, shndx = fields
+                # Undefined, absolute/common and TLS symbols are not addresses in the image.
+                if shndx == SHN_UNDEF or shndx >= SHN_LORESERVE or info & 0xF == STT_TLS:
+                    continue
+                if thumb:
+                    value &= ~1
+                end = strs.find(b"\0", name_off)
+                entries.append((value, size, strs[name_off:end] if end >= 0 else b""))
+        entries.sort(key=lambda t: t[0])  # stable: table order among equal addresses
+        values: list[int] = []
+        sizes: list[int] = []
+        names: list[bytes] = []
+        last = None
+        for value, size, name in entries:
+            if (value, size) == last:
+                continue
+            last = (value, size)
+            values.append(value)
+            sizes.append(size)
+            names.append(name)
+        return (values, sizes, names)
+
+    # ------------------------------------------------------ fallback names
+
+    def fallback_name(self, vaddr: int) -> str | None:
+        """Name for an address without ELF symbol: `name@plt` or `<.section+hex>` (§10.8)."""
+        sec = self._section_containing(vaddr)
+        if sec is None or sec.name == ".text":
+            return None
+        if sec.name == ".plt" and sec.entsize > 0:
+            slot = (vaddr - sec.addr) // sec.entsize
+            if slot > 0:
+                name = self._plt_name(slot)
+                if name is not None:
+                    return name
+        return f"<{sec.name}+{vaddr:x}>"
+
+    def _plt_name(self, slot: int) -> str | None:
+        if self._plt is None:
+            self._plt = self._build_plt()
+        got_addr, names = self._plt
+        word = 8 if self.is_64 else 4
+        return names.get(got_addr + (slot + 2) * word)
+
+    def _build_plt(self) -> tuple[int, dict[int, str]]:
+        """(address of the GOT section holding DT_PLTGOT, GOT slot address -> `name@plt`)."""
+        out: dict[int, str] = {}
+        dyn = self._by_name.get(".dynamic")
+        if dyn is None or dyn.type == SHT_NOBITS:
+            return (0, out)
+        fmt = self._e + ("qQ" if self.is_64 else "iI")
+        step = struct.calcsize(fmt)
+        raw = self._raw_section(dyn)
+        pltgot = None
+        for off in range(0, len(raw) - step + 1, step):
+            tag, val = struct.unpack_from(fmt, raw, off)
+            if tag == DT_NULL:
+                break
+            if tag == DT_PLTGOT:
+                pltgot = val
+        got = None if pltgot is None else self._section_containing(pltgot)
+        dynsym = self._table(SHT_DYNSYM)
+        if got is None or dynsym is None:
+            return (0, out)
+        syms, strs = dynsym
+        sym_fmt = self._e + ("IBBHQQ" if self.is_64 else "IIIBBH")
+        sym_size = struct.calcsize(sym_fmt)
+        strs_b = bytes(strs)
+        for s in self._sections:
+            if s.type not in (SHT_REL, SHT_RELA) or s.type == SHT_NOBITS:
+                continue
+            if not 0 < s.link < len(self._sections) or self._sections[s.link].type != SHT_DYNSYM:
+                continue
+            if self.is_64:
+                rfmt = self._e + ("QQq" if s.type == SHT_RELA else "QQ")
+            else:
+                rfmt = self._e + ("IIi" if s.type == SHT_RELA else "II")
+            rsize = struct.calcsize(rfmt)
+            rraw = self._raw_section(s)
+            for off in range(0, len(rraw) - rsize + 1, rsize):
+                r_offset, r_info = struct.unpack_from(rfmt, rraw, off)[:2]
+                symi = r_info >> 32 if self.is_64 else r_info >> 8
+                if symi == 0 or (symi + 1) * sym_size > len(syms) or r_offset in out:
+                    continue
+                name_off = struct.unpack_from(self._e + "I", syms, symi * sym_size)[0]
+                end = strs_b.find(b"\0", name_off)
+                if end > name_off:
+                    name = strs_b[name_off:end].decode("utf-8", "surrogateescape")
+                    out[r_offset] = demangle(name) + "@plt"
+        return (got.addr, out)
