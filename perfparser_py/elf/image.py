@@ -85,6 +85,7 @@ class ElfImage:
         self.path = path
         self._data = memoryview(data)
         self.debug: ElfImage | None = None
+        self.debug_searched = False  # set by the finder once it looked for a debug file
         self.build_id: bytes | None = None
         self.debuglink: tuple[str, int] | None = None
         self.segments: list[tuple[int, int, int, int]] = []
@@ -392,6 +393,12 @@ class ElfImage:
             i -= 1
         return None
 
+    def attach_debug(self, debug: ElfImage) -> None:
+        """Use `debug` (a separate debug file) for symbols and debug sections from now on."""
+        self.debug = debug
+        self._section_cache.clear()
+        self._syms = None
+
     # ----------------------------------------------------------------- symbols
 
     def symbol_at(self, vaddr: int) -> tuple[str, int, int] | None:
@@ -417,7 +424,7 @@ class ElfImage:
 
     def _symbol_tables(self) -> list[tuple[memoryview, memoryview]]:
         """(symbols, strings) pairs in upstream's order of preference."""
-        for img in (self.debug, self):
+        for img in (self, self.debug):  # elfutils: own .symtab first
             if img is None:
                 continue
             tab = img._table(SHT_SYMTAB)

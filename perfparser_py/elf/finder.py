@@ -1,0 +1,254 @@
+"""Finding the local ELF file for a recorded path, and its separate debug file (§9).
+
+`ElfFinder` resolves a recorded mmap path to a local file through the perf build-id cache,
+a full recursive search of `--app` and each `--extra` directory, and finally the sysroot;
+candidates whose GNU build id differs from the recorded one are rejected. It attaches the
+separate debug file (`.build-id/xx/yyyy.debug`, `.gnu_debuglink` with CRC/build-id check)
+and keeps one `ElfImage` per real file, shared by every recorded path that resolves to it.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+from .image import ElfImage, warn_once
+
+# Bounds for walking a user-given search directory (someone may pass their home directory).
+_MAX_WALK_ENTRIES = 500_000
+
+
+def normalize_path(path: str) -> str:
+    """Absolute, lexically normalized path (no symlink resolution, no leading `//`)."""
+    norm = os.path.normpath(os.path.join(os.getcwd(), path))
+    return "/" + norm.lstrip("/") if norm.startswith("//") else norm
+
+
+def build_id_matches(recorded: bytes, actual: bytes | None) -> bool:
+    """True if a file's build id equals the recorded one (any length).
+
+    perf stores ids in a 20-byte field; a shorter id may arrive zero-padded.
+    """
+    if actual is None:
+        return False
+    if actual == recorded:
+        return True
+    n = len(actual)
+    return len(recorded) == 20 and n < 20 and recorded[:n] == actual and not any(recorded[n:])
+
+
+def file_crc32(path: str) -> int | None:
+    """CRC-32 of a file as used by .gnu_debuglink; None if unreadable."""
+    crc = 0
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                crc = zlib.crc32(chunk, crc)
+    except OSError:
+        return None
+    return crc
+
+
+class _DirIndex:
+    """Basename -> files in search order for one directory tree, built once on first use.
+
+    Order: a directory's own files before its subdirectories, subdirectories depth-first in
+    case-insensitive name order, each canonical directory visited once (symlink loops).
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._index: dict[str, list[str]] | None = None
+
+    def candidates(self, name: str) -> list[str]:
+        if self._index is None:
+            self._index = self._build()
+        return self._index.get(name, [])
+
+    def _build(self) -> dict[str, list[str]]:
+        index: dict[str, list[str]] = {}
+        visited: set[str] = set()
+        budget = _MAX_WALK_ENTRIES
+        stack = [self.root]
+        while stack:
+            d = stack.pop()
+            real = os.path.realpath(d)
+            if real in visited:
+                continue
+            visited.add(real)
+            try:
+                entries = list(os.scandir(d))
+            except OSError:
+                continue
+            budget -= len(entries)
+            if budget < 0:
+                warn_once(self.root, "too many files below this search path; search truncated")
+                break
+            subdirs = []
+            for e in entries:
+                try:
+                    if e.is_dir():
+                        subdirs.append(e)
+                    elif e.is_file():
+                        index.setdefault(e.name, []).append(e.path)
+                except OSError:
+                    continue
+            subdirs.sort(key=lambda e: e.name.lower())
+            stack.extend(e.path for e in reversed(subdirs))
+        return index
+
+
+class ElfFinder:
+    """Maps recorded paths to local ELF images (§9.1) with debug files attached (§9.2)."""
+
+    def __init__(
+        self,
+        app: str,
+        extra: list[str],
+        sysroot: str,
+        debug_paths: list[str],
+        build_ids: dict[bytes, bytes],
+    ) -> None:
+        self.app = app
+        self.extra = [e for e in extra if e]
+        self.sysroot = sysroot
+        self.debug_paths = [d for d in debug_paths if d]
+        self.build_ids = build_ids
+        self._indexes = {d: _DirIndex(d) for d in ([app] if app else []) + self.extra}
+        self._found: dict[bytes, tuple[str, ElfImage | None]] = {}
+        self._images: dict[tuple[int, int, int, int], ElfImage | None] = {}
+
+    # ------------------------------------------------------------ main file
+
+    def find(self, recorded_path: bytes) -> tuple[str, ElfImage | None]:
+        """(path that is or would be used, image or None) for a recorded mmap path."""
+        hit = self._found.get(recorded_path)
+        if hit is None:
+            hit = self._found[recorded_path] = self._find(recorded_path)
+        return hit
+
+    def _find(self, recorded_path: bytes) -> tuple[str, ElfImage | None]:
+        path = os.fsdecode(recorded_path)
+        build_id = self.build_ids.get(recorded_path) or None
+        if build_id is not None:
+            hexid = build_id.hex()
+            for d in self.debug_paths:
+                base = d.rstrip("/") + "/" + path.lstrip("/") + "/" + hexid
+                for cand in (base, base + "/elf"):
+                    if os.path.isfile(cand):
+                        return self._result(cand, path)
+        cand = self._search_dirs(os.path.basename(path), build_id)
+        if cand is not None:
+            return self._result(cand, path)
+        cand = normalize_path(self.sysroot + path)
+        image = self._load(cand)
+        if image is not None and build_id is not None and not build_id_matches(
+            build_id, image.build_id
+        ):
+            warn_once(cand, f"build id differs from the recorded one ({build_id.hex()}); ignored")
+            return (cand, None)
+        return self._result(cand, path)
+
+    def _search_dirs(self, name: str, build_id: bytes | None) -> str | None:
+        """First file called `name` in --app, then each --extra (recursive)."""
+        if not name:
+            return None
+        for index in self._indexes.values():
+            for cand in index.candidates(name):
+                if build_id is None:
+                    return cand
+                image = self._load(cand)
+                if image is not None and build_id_matches(build_id, image.build_id):
+                    return cand
+        return None
+
+    def _result(self, cand: str, recorded: str) -> tuple[str, ElfImage | None]:
+        cand = normalize_path(cand)
+        image = self._load(cand)
+        if image is not None and not image.debug_searched:
+            image.debug_searched = True
+            # Stripped files keep symbols and DWARF in a separate debug file.
+            if image.section(".symtab") is None or image.section(".debug_info") is None:
+                debug = self.find_debug(image, recorded)
+                if debug is not None:
+                    image.attach_debug(debug)
+        return (cand, image)
+
+    def _load(self, path: str) -> ElfImage | None:
+        """The one shared image for the real file at `path`."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if key not in self._images:
+            self._images[key] = ElfImage.open(path)
+        return self._images[key]
+
+    # ------------------------------------------------------------ debug file
+
+    def _debug_dirs(self) -> list[str]:
+        """Elements of the debug search string `:debug:app:extra:sysroot` (§9.2)."""
+        return ["", *self.debug_paths, self.app, *self.extra, self.sysroot]
+
+    def find_debug(self, image: ElfImage, recorded: str) -> ElfImage | None:
+        """The separate debug file for `image`, or None (§9.2)."""
+        main_real = os.path.realpath(image.path)
+        if image.build_id is not None:
+            hexid = image.build_id.hex()
+            rel = f".build-id/{hexid[:2]}/{hexid[2:]}.debug"
+            dirs = [d for d in self._debug_dirs() if d.startswith("/")]
+            for d in [*dirs, "/usr/lib/debug"]:
+                debug = self._open_debug(os.path.join(d, rel), image, main_real)
+                if debug is not None:
+                    return debug
+        main_dir = os.path.dirname(os.path.abspath(image.path))
+        link = image.debuglink
+        name = link[0] if link else os.path.basename(image.path) + ".debug"
+        for d in self._debug_dirs():
+            if d == "":
+                where = main_dir
+            elif d.startswith("/"):
+                where = d.rstrip("/") + main_dir
+            else:
+                where = os.path.join(main_dir, d)
+            debug = self._open_debug(os.path.join(where, name), image, main_real)
+            if debug is not None:
+                return debug
+        if link is not None:
+            for cand in self._debuglink_fallbacks(name, recorded):
+                debug = self._open_debug(cand, image, main_real)
+                if debug is not None:
+                    return debug
+        if os.path.basename(image.path) == "elf":
+            # perf's build-id cache keeps the unstripped file next to `elf`.
+            return self._open_debug(os.path.join(main_dir, "debug"), image, main_real)
+        return None
+
+    def _debuglink_fallbacks(self, name: str, recorded: str) -> list[str]:
+        """Extra places upstream tries for a debuglink name, with the sysroot as root."""
+        cands = []
+        found = self._search_dirs(name, None)
+        if found is not None:
+            cands.append(found)
+        root = self.sysroot.rstrip("/")
+        d = os.path.dirname(recorded)
+        d_nousr = d.replace("/usr/", "/")
+        for sub in (f"{d}/.debug", f"{recorded}/.debug", f"/usr/lib/debug{d_nousr}",
+                    f"/usr/lib/debug/usr{d_nousr}", f"/usr/lib/debug{d}", "/usr/lib/debug",
+                    d, recorded):
+            cands.append(f"{root}{sub}/{name}")
+        return cands
+
+    def _open_debug(self, path: str, image: ElfImage, main_real: str) -> ElfImage | None:
+        """Open `path` as the debug file of `image` if it exists and belongs to it."""
+        if not os.path.isfile(path) or os.path.realpath(path) == main_real:
+            return None
+        debug = ElfImage.open(path)
+        if debug is None:
+            return None
+        if image.build_id is not None and debug.build_id is not None:
+            return debug if build_id_matches(image.build_id, debug.build_id) else None
+        if image.debuglink is not None:
+            return debug if file_crc32(path) == image.debuglink[1] else None
+        return None
