@@ -1,0 +1,530 @@
+"""Call frame information (.eh_frame_hdr, .eh_frame, .debug_frame), decoded lazily per FDE.
+
+`Cfi.for_image(image)` indexes the unwind tables of one ELF image; `Cfi.row(vaddr)` gives the
+rule row (CFA rule + register rules) valid at an ELF virtual address. Only the FDE covering an
+asked-for address is decoded; decoded FDEs and rows per address are cached. Malformed tables
+never raise: the affected address simply has no row.
+"""
+
+from __future__ import annotations
+
+import struct
+from bisect import bisect_right
+
+from .leb128 import sleb, uleb
+
+# Register rule kinds: Row.regs maps DWARF register -> (kind, argument).
+UNDEF, SAME, OFFSET, VAL_OFFSET, REGISTER, EXPR, VAL_EXPR = range(7)
+# CFA rule kinds: Row.cfa is (CFA_REG, register, offset) or (CFA_EXPR, expression bytes, 0).
+CFA_REG, CFA_EXPR = 0, 1
+
+# Bounds against hostile input.
+_MAX_STATE_STACK = 64
+_MAX_ROWS = 100_000
+_FDE_CACHE = 4096
+
+
+class CfiError(Exception):
+    """Internal: malformed CFI (never leaves this module)."""
+
+
+class Row:
+    """The unwind rules valid for the addresses [lo, hi) of one FDE."""
+
+    __slots__ = ("cfa", "regs", "ra", "signal", "lo", "hi")
+
+    def __init__(self, cfa: tuple, regs: dict[int, tuple], ra: int, signal: bool,
+                 lo: int, hi: int) -> None:
+        self.cfa = cfa
+        self.regs = regs
+        self.ra = ra
+        self.signal = signal
+        self.lo = lo
+        self.hi = hi
+
+    def __repr__(self) -> str:
+        return (f"Row({self.lo:#x}-{self.hi:#x} cfa={self.cfa} regs={self.regs} "
+                f"ra={self.ra} signal={self.signal})")
+
+
+class _Cie:
+    __slots__ = ("code_align", "data_align", "ra", "fde_enc", "signal", "aug_z",
+                 "init", "addr_size", "seg_size", "initial")
+
+    def __init__(self) -> None:
+        self.initial: tuple | None = None  # (cfa, regs) after the initial instructions
+
+
+class _Frames:
+    """One .eh_frame or .debug_frame section."""
+
+    def __init__(self, vaddr: int, data: memoryview, is_eh: bool, little: bool,
+                 addr_size: int) -> None:
+        self.vaddr = vaddr
+        self.data = data
+        self.is_eh = is_eh
+        self.e = "<" if little else ">"
+        self.addr_size = addr_size
+        self.mask = (1 << (8 * addr_size)) - 1
+        self.cies: dict[int, _Cie] = {}
+        self.starts: list[int] | None = None  # sorted FDE pc_begin, built on demand
+        self.ends: list[int] = []
+        self.offsets: list[int] = []
+
+    # ----------------------------------------------------------- primitives
+
+    def _u(self, fmt: str, pos: int) -> int:
+        try:
+            return struct.unpack_from(self.e + fmt, self.data, pos)[0]
+        except struct.error as e:
+            raise CfiError("truncated") from e
+
+    def read_enc(self, pos: int, enc: int) -> tuple[int | None, int]:
+        """Decode a DW_EH_PE-encoded pointer at `pos` (section offset)."""
+        if enc == 0xFF:
+            return None, pos
+        fmt = enc & 0x0F
+        app = enc & 0x70
+        if app == 0x50:  # aligned
+            pos = (pos + self.addr_size - 1) & ~(self.addr_size - 1)
+        start = pos
+        if fmt == 0x00:
+            value = self._u("Q" if self.addr_size == 8 else "I", pos)
+            pos += self.addr_size
+        elif fmt == 0x01:
+            value, pos = uleb(self.data, pos)
+        elif fmt == 0x02:
+            value, pos = self._u("H", pos), pos + 2
+        elif fmt == 0x03:
+            value, pos = self._u("I", pos), pos + 4
+        elif fmt == 0x04:
+            value, pos = self._u("Q", pos), pos + 8
+        elif fmt == 0x09:
+            value, pos = sleb(self.data, pos)
+        elif fmt == 0x0A:
+            value, pos = self._u("h", pos), pos + 2
+        elif fmt == 0x0B:
+            value, pos = self._u("i", pos), pos + 4
+        elif fmt == 0x0C:
+            value, pos = self._u("q", pos), pos + 8
+        else:
+            raise CfiError(f"pointer encoding {enc:#x}")
+        if app == 0x10:  # pcrel
+            value += self.vaddr + start
+        return value & self.mask, pos
+
+    def _header(self, off: int) -> tuple[int, int, int, int]:
+        """(id value, position after id, end of entry, id size) of the entry at `off`."""
+        length = self._u("I", off)
+        pos = off + 4
+        idsize = 4
+        if length == 0xFFFFFFFF:
+            length = self._u("Q", pos)
+            pos += 8
+            idsize = 8
+        end = pos + length
+        if length == 0 or end > len(self.data):
+            raise CfiError("bad entry length")
+        cid = self._u("I" if idsize == 4 else "Q", pos)
+        return cid, pos, end, idsize
+
+    def _is_cie(self, cid: int, idsize: int) -> bool:
+        if self.is_eh:
+            return cid == 0
+        return cid == (0xFFFFFFFF if idsize == 4 else 0xFFFFFFFFFFFFFFFF)
+
+    def _cie_offset(self, cid: int, idpos: int) -> int:
+        return idpos - cid if self.is_eh else cid
+
+    # -------------------------------------------------------------- entries
+
+    def cie(self, off: int) -> _Cie:
+        c = self.cies.get(off)
+        if c is not None:
+            return c
+        cid, pos, end, idsize = self._header(off)
+        if not self._is_cie(cid, idsize):
+            raise CfiError("CIE pointer does not point at a CIE")
+        d = self.data
+        pos += idsize
+        version = d[pos]
+        pos += 1
+        aug_end = bytes(d[pos:end]).find(b"\0")
+        if aug_end < 0:
+            raise CfiError("unterminated augmentation")
+        aug = bytes(d[pos:pos + aug_end])
+        pos += aug_end + 1
+        c = _Cie()
+        c.addr_size = self.addr_size
+        c.seg_size = 0
+        if aug.startswith(b"eh"):
+            pos += self.addr_size
+        if version >= 4:
+            c.addr_size = d[pos]
+            c.seg_size = d[pos + 1]
+            pos += 2
+            if c.addr_size not in (4, 8):
+                raise CfiError("bad address size")
+        c.code_align, pos = uleb(d, pos)
+        c.data_align, pos = sleb(d, pos)
+        if version == 1:
+            c.ra = d[pos]
+            pos += 1
+        else:
+            c.ra, pos = uleb(d, pos)
+        c.fde_enc = 0x00 if self.is_eh else -1
+        c.signal = False
+        c.aug_z = aug.startswith(b"z")
+        if c.aug_z:
+            alen, pos = uleb(d, pos)
+            aend = pos + alen
+            for ch in aug[1:]:
+                if ch == 0x52:  # 'R'
+                    c.fde_enc = d[pos]
+                    pos += 1
+                elif ch == 0x4C:  # 'L'
+                    pos += 1
+                elif ch == 0x50:  # 'P'
+                    _, pos = self.read_enc(pos + 1, d[pos] & 0x7F)
+                elif ch == 0x53:  # 'S'
+                    c.signal = True
+                elif ch not in (0x42, 0x47):  # 'B' (aarch64 BTI), 'G' (MTE) carry no data
+                    break
+            pos = aend
+        c.init = (pos, end)
+        self.cies[off] = c
+        return c
+
+    def fde(self, off: int) -> tuple[_Cie, int, int, int, int]:
+        """(cie, pc_begin, pc_end, instructions start, end) of the FDE at `off`."""
+        cid, pos, end, idsize = self._header(off)
+        if self._is_cie(cid, idsize):
+            raise CfiError("not an FDE")
+        c = self.cie(self._cie_offset(cid, pos))
+        pos += idsize
+        if self.is_eh:
+            begin, pos = self.read_enc(pos, c.fde_enc)
+            size, pos = self.read_enc(pos, c.fde_enc & 0x0F)
+        else:
+            pos += c.seg_size
+            fmt = "Q" if c.addr_size == 8 else "I"
+            begin = self._u(fmt, pos)
+            size = self._u(fmt, pos + c.addr_size)
+            pos += 2 * c.addr_size
+        if c.aug_z:
+            alen, pos = uleb(self.data, pos)
+            pos += alen
+        if begin is None or size is None:
+            raise CfiError("omitted FDE address")
+        return c, begin, begin + size, pos, end
+
+    def build_index(self) -> None:
+        """Scan every entry once: sorted (pc_begin, pc_end, FDE offset) lists."""
+        entries = []
+        off = 0
+        n = len(self.data)
+        try:
+            while off + 4 <= n:
+                if self._u("I", off) == 0:
+                    if self.is_eh:
+                        break  # terminator
+                    off += 4
+                    continue
+                cid, pos, end, idsize = self._header(off)
+                if not self._is_cie(cid, idsize):
+                    try:
+                        _, begin, stop, _, _ = self.fde(off)
+                    except (CfiError, IndexError):
+                        pass
+                    else:
+                        if stop > begin:
+                            entries.append((begin, stop, off))
+                off = end
+        except (CfiError, IndexError):
+            pass  # keep what was indexed before the damage
+        entries.sort()
+        self.starts = [e[0] for e in entries]
+        self.ends = [e[1] for e in entries]
+        self.offsets = [e[2] for e in entries]
+
+    def find(self, pc: int) -> int | None:
+        """FDE offset covering `pc` via the scanned index."""
+        if self.starts is None:
+            self.build_index()
+        i = bisect_right(self.starts, pc) - 1
+        # Overlapping FDEs are rare; look back a little for one that covers pc.
+        for j in range(i, max(i - 4, -1), -1):
+            if pc < self.ends[j]:
+                return self.offsets[j]
+        return None
+
+
+class _HdrTable:
+    """The binary-search table of .eh_frame_hdr, read in place."""
+
+    _SIZES = {0x02: ("H", 2), 0x03: ("I", 4), 0x04: ("Q", 8), 0x0A: ("h", 2), 0x0B: ("i", 4),
+              0x0C: ("q", 8)}
+
+    def __init__(self, vaddr: int, data: memoryview, frames: _Frames) -> None:
+        if len(data) < 4 or data[0] != 1:
+            raise CfiError("unsupported .eh_frame_hdr")
+        ptr_enc, count_enc, table_enc = data[1], data[2], data[3]
+        hdr = _Frames(vaddr, data, True, frames.e == "<", frames.addr_size)
+        _, pos = hdr.read_enc(4, ptr_enc)
+        count, pos = hdr.read_enc(pos, count_enc)
+        fmt = self._SIZES.get(table_enc & 0x0F)
+        if count is None or fmt is None or table_enc & 0x70 not in (0x00, 0x30):
+            raise CfiError("unsupported table encoding")
+        self.fmt = frames.e + fmt[0] * 2
+        self.entry = 2 * fmt[1]
+        self.pos = pos
+        self.count = min(count, (len(data) - pos) // self.entry)
+        self.base = vaddr if table_enc & 0x70 == 0x30 else 0
+        self.data = data
+        self.mask = frames.mask
+
+    def find(self, pc: int) -> int | None:
+        """Vaddr of the FDE whose initial location is the greatest one <= pc."""
+        lo, hi = 0, self.count
+        unpack, data, pos, size, base = struct.unpack_from, self.data, self.pos, self.entry, self.base
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if (unpack(self.fmt, data, pos + mid * size)[0] + base) & self.mask <= pc:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == 0:
+            return None
+        return (unpack(self.fmt, data, pos + (lo - 1) * size)[1] + base) & self.mask
+
+
+class Cfi:
+    """Unwind tables of one ELF image."""
+
+    def __init__(self, eh: _Frames | None, hdr: _HdrTable | None, debug: _Frames | None) -> None:
+        self._eh = eh
+        self._hdr = hdr
+        self._debug = debug
+        self._fdes: dict[tuple[int, int], tuple[list[int], list[Row]]] = {}
+        self._rows: dict[int, Row | None] = {}
+
+    @staticmethod
+    def for_image(image) -> Cfi | None:
+        """Index the unwind tables of `image`; None if it has none."""
+        little = image.little_endian
+        asize = 8 if image.is_64 else 4
+        eh = hdr = debug = None
+        try:
+            sec = image.section(".eh_frame")
+            if sec is not None and len(sec[1]):
+                eh = _Frames(sec[0], sec[1], True, little, asize)
+                sec = image.section(".eh_frame_hdr")
+                if sec is not None:
+                    try:
+                        hdr = _HdrTable(sec[0], sec[1], eh)
+                    except (CfiError, IndexError, struct.error):
+                        hdr = None
+            sec = image.section(".debug_frame")
+            if sec is None and getattr(image, "debug", None) is not None:
+                sec = image.debug.section(".debug_frame")
+            if sec is not None and len(sec[1]):
+                debug = _Frames(sec[0], sec[1], False, little, asize)
+        except (CfiError, IndexError, struct.error, ValueError):
+            return None
+        if eh is None and debug is None:
+            return None
+        return Cfi(eh, hdr, debug)
+
+    def row(self, vaddr: int) -> Row | None:
+        """Rule row valid at `vaddr` (ELF virtual address), None if no FDE covers it."""
+        try:
+            return self._rows[vaddr]
+        except KeyError:
+            pass
+        row = None
+        if self._eh is not None:
+            row = self._lookup(0, self._eh, vaddr)
+        if row is None and self._debug is not None:
+            row = self._lookup(1, self._debug, vaddr)
+        self._rows[vaddr] = row
+        return row
+
+    def _lookup(self, which: int, frames: _Frames, pc: int) -> Row | None:
+        try:
+            if which == 0 and self._hdr is not None:
+                fde_vaddr = self._hdr.find(pc)
+                off = None if fde_vaddr is None else fde_vaddr - frames.vaddr
+            else:
+                off = frames.find(pc)
+            if off is None or off < 0:
+                return None
+            key = (which, off)
+            decoded = self._fdes.get(key)
+            if decoded is None:
+                decoded = _decode_fde(frames, off)
+                if len(self._fdes) >= _FDE_CACHE:
+                    self._fdes.clear()
+                self._fdes[key] = decoded
+        except (CfiError, IndexError, struct.error, ValueError):
+            return None
+        starts, rows = decoded
+        i = bisect_right(starts, pc) - 1
+        if i < 0 or pc >= rows[i].hi:
+            return None
+        return rows[i]
+
+
+def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
+         regs: dict[int, tuple], initial: dict[int, tuple] | None,
+         out: list[tuple[int, tuple, dict]] | None) -> tuple[tuple, dict]:
+    """Execute CFA instructions [pos, end); append (loc, cfa, regs) snapshots to `out` when
+    the location advances (None for the CIE's initial instructions)."""
+    d = frames.data
+    e = frames.e
+    ca = c.code_align
+    da = c.data_align
+    stack: list[tuple[tuple, dict]] = []
+
+    def advance(delta: int) -> None:
+        nonlocal loc
+        if out is not None:
+            if len(out) >= _MAX_ROWS:
+                raise CfiError("too many rows")
+            out.append((loc, cfa, dict(regs)))
+        loc += delta * ca
+
+    while pos < end:
+        op = d[pos]
+        pos += 1
+        hi2 = op & 0xC0
+        if hi2 == 0x40:  # advance_loc
+            advance(op & 0x3F)
+        elif hi2 == 0x80:  # offset
+            off, pos = uleb(d, pos)
+            regs[op & 0x3F] = (OFFSET, off * da)
+        elif hi2 == 0xC0:  # restore
+            _restore(regs, initial, op & 0x3F)
+        elif op == 0x00:  # nop
+            pass
+        elif op == 0x01:  # set_loc
+            if frames.is_eh:
+                new, pos = frames.read_enc(pos, c.fde_enc)
+            else:
+                new = struct.unpack_from(e + ("Q" if c.addr_size == 8 else "I"), d, pos)[0]
+                pos += c.addr_size
+            if new is None:
+                raise CfiError("bad set_loc")
+            if out is not None:
+                out.append((loc, cfa, dict(regs)))
+            loc = new
+        elif op == 0x02:
+            advance(d[pos])
+            pos += 1
+        elif op == 0x03:
+            advance(struct.unpack_from(e + "H", d, pos)[0])
+            pos += 2
+        elif op == 0x04:
+            advance(struct.unpack_from(e + "I", d, pos)[0])
+            pos += 4
+        elif op == 0x05 or op == 0x14:  # offset_extended, val_offset
+            reg, pos = uleb(d, pos)
+            off, pos = uleb(d, pos)
+            regs[reg] = (OFFSET if op == 0x05 else VAL_OFFSET, off * da)
+        elif op == 0x11 or op == 0x15:  # offset_extended_sf, val_offset_sf
+            reg, pos = uleb(d, pos)
+            off, pos = sleb(d, pos)
+            regs[reg] = (OFFSET if op == 0x11 else VAL_OFFSET, off * da)
+        elif op == 0x2F:  # GNU_negative_offset_extended
+            reg, pos = uleb(d, pos)
+            off, pos = uleb(d, pos)
+            regs[reg] = (OFFSET, -off * da)
+        elif op == 0x06:  # restore_extended
+            reg, pos = uleb(d, pos)
+            _restore(regs, initial, reg)
+        elif op == 0x07:  # undefined
+            reg, pos = uleb(d, pos)
+            regs[reg] = (UNDEF, 0)
+        elif op == 0x08:  # same_value
+            reg, pos = uleb(d, pos)
+            regs[reg] = (SAME, 0)
+        elif op == 0x09:  # register
+            reg, pos = uleb(d, pos)
+            reg2, pos = uleb(d, pos)
+            regs[reg] = (REGISTER, reg2)
+        elif op == 0x0A:  # remember_state
+            if len(stack) >= _MAX_STATE_STACK:
+                raise CfiError("state stack overflow")
+            stack.append((cfa, dict(regs)))
+        elif op == 0x0B:  # restore_state: CFA rule too, as libgcc and elfutils do
+            if not stack:
+                raise CfiError("state stack underflow")
+            cfa, regs = stack.pop()
+        elif op == 0x0C:  # def_cfa
+            reg, pos = uleb(d, pos)
+            off, pos = uleb(d, pos)
+            cfa = (CFA_REG, reg, off)
+        elif op == 0x12:  # def_cfa_sf
+            reg, pos = uleb(d, pos)
+            off, pos = sleb(d, pos)
+            cfa = (CFA_REG, reg, off * da)
+        elif op == 0x0D:  # def_cfa_register
+            reg, pos = uleb(d, pos)
+            cfa = (CFA_REG, reg, cfa[2] if cfa[0] == CFA_REG else 0)
+        elif op == 0x0E:  # def_cfa_offset
+            off, pos = uleb(d, pos)
+            cfa = (CFA_REG, cfa[1] if cfa[0] == CFA_REG else 0, off)
+        elif op == 0x13:  # def_cfa_offset_sf
+            off, pos = sleb(d, pos)
+            cfa = (CFA_REG, cfa[1] if cfa[0] == CFA_REG else 0, off * da)
+        elif op == 0x0F:  # def_cfa_expression
+            n, pos = uleb(d, pos)
+            if pos + n > end:
+                raise CfiError("truncated expression")
+            cfa = (CFA_EXPR, bytes(d[pos:pos + n]), 0)
+            pos += n
+        elif op == 0x10 or op == 0x16:  # expression, val_expression
+            reg, pos = uleb(d, pos)
+            n, pos = uleb(d, pos)
+            if pos + n > end:
+                raise CfiError("truncated expression")
+            regs[reg] = (EXPR if op == 0x10 else VAL_EXPR, bytes(d[pos:pos + n]))
+            pos += n
+        elif op == 0x2E:  # GNU_args_size: no effect on the rules
+            _, pos = uleb(d, pos)
+        elif op == 0x2D:  # GNU_window_save / AArch64 negate_ra_state: no rule change
+            pass
+        else:
+            raise CfiError(f"unknown CFA op {op:#x}")
+    if pos > end:
+        raise CfiError("instruction overruns entry")
+    if out is not None:
+        out.append((loc, cfa, regs))
+    return cfa, regs
+
+
+def _restore(regs: dict[int, tuple], initial: dict[int, tuple] | None, reg: int) -> None:
+    if initial is not None and reg in initial:
+        regs[reg] = initial[reg]
+    else:
+        regs.pop(reg, None)
+
+
+def _decode_fde(frames: _Frames, off: int) -> tuple[list[int], list[Row]]:
+    """All rows of one FDE: (sorted row start addresses, rows)."""
+    c, begin, stop, pos, end = frames.fde(off)
+    if c.initial is None:
+        ipos, iend = c.init
+        c.initial = _run(frames, c, ipos, iend, 0, (CFA_REG, 0, 0), {}, None, None)
+    cfa, regs = c.initial
+    snaps: list[tuple[int, tuple, dict]] = []
+    _run(frames, c, pos, end, begin, cfa, dict(regs), regs, snaps)
+    starts: list[int] = []
+    rows: list[Row] = []
+    for i, (loc, rcfa, rregs) in enumerate(snaps):
+        nxt = snaps[i + 1][0] if i + 1 < len(snaps) else stop
+        hi = min(nxt, stop)
+        if hi <= loc or (starts and loc < starts[-1]):
+            continue  # empty or out-of-order (set_loc backwards) row
+        starts.append(loc)
+        rows.append(Row(rcfa, rregs, c.ra, c.signal, loc, hi))
+    return starts, rows

@@ -1,0 +1,38 @@
+"""LEB128 decoding shared by the CFI and DWARF readers.
+
+Both functions take a bytes-like buffer and a position and return (value, next position);
+reading past the end raises IndexError, which the callers turn into "no data".
+"""
+
+from __future__ import annotations
+
+
+def uleb(data, pos: int) -> tuple[int, int]:
+    """Unsigned LEB128 at `pos`."""
+    b = data[pos]
+    if b < 0x80:
+        return b, pos + 1
+    value = b & 0x7F
+    shift = 7
+    while True:
+        pos += 1
+        b = data[pos]
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos + 1
+        shift += 7
+
+
+def sleb(data, pos: int) -> tuple[int, int]:
+    """Signed LEB128 at `pos`."""
+    value = 0
+    shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            if b & 0x40:
+                value -= 1 << shift
+            return value, pos
