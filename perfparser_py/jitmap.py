@@ -1,0 +1,76 @@
+"""perf-PID.map files written by JITs (SEMANTICS §10.7), read incrementally."""
+
+from __future__ import annotations
+
+import bisect
+import os
+
+
+def _hex(token: bytes) -> int | None:
+    token = token.strip()
+    if token[:2] in (b"0x", b"0X"):
+        token = token[2:]
+    try:
+        return int(token, 16) if token else None
+    except ValueError:
+        return None
+
+
+class PerfMap:
+    """The symbols of one perf-PID.map; `refresh()` picks up lines appended since last time."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._offset = 0
+        self._pending = b""
+        self._entries: list[tuple[int, int, str]] = []
+        self._starts: list[int] = []
+        self.refresh()
+
+    @staticmethod
+    def path_for(pid: int, perf_map_path: str | None) -> str | None:
+        """The map file for `pid` that exists now: --perf-map-path first, then $TMPDIR."""
+        name = f"perf-{pid}.map"
+        if perf_map_path:
+            cand = os.path.join(perf_map_path, name)
+            if os.path.isfile(cand):
+                return cand
+        cand = os.path.join(os.environ.get("TMPDIR") or "/tmp", name)
+        return cand if os.path.isfile(cand) else None
+
+    def refresh(self) -> None:
+        """Read lines appended since the last call (an unterminated last line waits)."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+        except OSError:
+            return
+        if not chunk:
+            return
+        self._offset += len(chunk)
+        data = self._pending + chunk
+        end = data.rfind(b"\n") + 1
+        self._pending = data[end:]
+        added = False
+        for line in data[:end].splitlines():
+            fields = line.split(b" ")
+            if len(fields) < 3:
+                continue
+            start, length = _hex(fields[0]), _hex(fields[1])
+            if start is None or length is None:
+                continue
+            name = b" ".join(fields[2:]).strip().decode("utf-8", "surrogateescape")
+            self._entries.append((start, length, name))
+            added = True
+        if added:
+            self._entries.sort(key=lambda e: e[0])  # stable: a later line wins on equal start
+            self._starts = [e[0] for e in self._entries]
+
+    def lookup(self, addr: int) -> tuple[int, str] | None:
+        """(start, name) of the entry covering `addr`, if any."""
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i < 0:
+            return None
+        start, length, name = self._entries[i]
+        return (start, name) if addr < start + length else None
