@@ -1,0 +1,31 @@
+"""The perf.data grammar: headers, attributes, features, records (construct declarations),
+fast decoders for the hot records, and PerfReader that turns an input into events."""
+
+from .attr import PerfEventAttr, generated_name
+from .errors import PerfDataError
+from .events import (
+    AttrEvent,
+    CommEvent,
+    DataStartEvent,
+    ExitEvent,
+    FeaturesEvent,
+    FinishedInitEvent,
+    FinishedRoundEvent,
+    ForkEvent,
+    LostEvent,
+    LostSamplesEvent,
+    MmapEvent,
+    ProgressEvent,
+    SampleEvent,
+    SwitchEvent,
+    TracingDataEvent,
+)
+from .features import Features
+from .reader import PerfReader
+
+__all__ = [
+    "AttrEvent", "CommEvent", "DataStartEvent", "ExitEvent", "Features", "FeaturesEvent",
+    "FinishedInitEvent", "FinishedRoundEvent", "ForkEvent", "LostEvent", "LostSamplesEvent",
+    "MmapEvent", "PerfDataError", "PerfEventAttr", "PerfReader", "ProgressEvent", "SampleEvent",
+    "SwitchEvent", "TracingDataEvent", "generated_name",
+]

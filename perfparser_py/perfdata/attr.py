@@ -1,0 +1,311 @@
+"""perf_event_attr: construct declaration (any size, both byte orders), the PerfEventAttr
+dataclass with its precomputed sample decoding plan, and generated event names (SEMANTICS §4.3).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from functools import cache
+
+from construct import Check, Computed, Construct, ExprAdapter, IfThenElse, Padding, Struct, this
+
+from .errors import DATA_ERROR, PerfDataError
+from .ints import ints
+
+# sample_type bits
+SAMPLE_IP = 1 << 0
+SAMPLE_TID = 1 << 1
+SAMPLE_TIME = 1 << 2
+SAMPLE_ADDR = 1 << 3
+SAMPLE_READ = 1 << 4
+SAMPLE_CALLCHAIN = 1 << 5
+SAMPLE_ID = 1 << 6
+SAMPLE_CPU = 1 << 7
+SAMPLE_PERIOD = 1 << 8
+SAMPLE_STREAM_ID = 1 << 9
+SAMPLE_RAW = 1 << 10
+SAMPLE_BRANCH_STACK = 1 << 11
+SAMPLE_REGS_USER = 1 << 12
+SAMPLE_STACK_USER = 1 << 13
+SAMPLE_WEIGHT = 1 << 14
+SAMPLE_DATA_SRC = 1 << 15
+SAMPLE_IDENTIFIER = 1 << 16
+SAMPLE_TRANSACTION = 1 << 17
+
+# read_format bits
+READ_TOTAL_TIME_ENABLED = 1
+READ_TOTAL_TIME_RUNNING = 2
+READ_ID = 4
+READ_GROUP = 8
+READ_LOST = 16
+
+BRANCH_HW_INDEX = 1 << 17
+
+# attr.flags bits (perf_event.h bitfield, little-endian numbering)
+FLAG_INHERIT = 1 << 1
+FLAG_EXCLUDE_USER = 1 << 4
+FLAG_EXCLUDE_KERNEL = 1 << 5
+FLAG_FREQ = 1 << 10
+FLAG_SAMPLE_ID_ALL = 1 << 18
+FLAG_CONTEXT_SWITCH = 1 << 26
+
+MIN_ATTR_SIZE = 64
+
+TYPE_HARDWARE, TYPE_SOFTWARE, TYPE_TRACEPOINT, TYPE_HW_CACHE, TYPE_RAW, TYPE_BREAKPOINT = range(6)
+
+
+def reverse_bits64(value: int) -> int:
+    """Big-endian files store the flags bitfield MSB first: bit i of the word is flag 63-i."""
+    return int(f"{value:064b}"[::-1], 2)
+
+
+def _optional(offset: int, con: Construct) -> Construct:
+    """A field present only when the attr's own size reaches past it (older/newer ABIs)."""
+    return IfThenElse(this.size >= offset + con.sizeof(), con, Computed(0))
+
+
+_FIELD_ENDS = (110, 108, 104, 96, 92, 88, 80, 72)
+
+
+def _consumed(size: int) -> int:
+    """Bytes the declared fields occupy for an attr of this size (fields are read iff they fit)."""
+    return next((end for end in _FIELD_ENDS if size >= end), MIN_ATTR_SIZE)
+
+
+@cache
+def attr_struct(big_endian: bool) -> Construct:
+    """perf_event_attr of any size >= 64; fields beyond what we know are skipped."""
+    i = ints(big_endian)
+    flags = ExprAdapter(i.u64, lambda v, _: reverse_bits64(v), lambda v, _: reverse_bits64(v))
+    return Struct(
+        "type" / i.u32,
+        "size" / i.u32,
+        Check(this.size >= MIN_ATTR_SIZE),
+        "config" / i.u64,
+        "sample_period" / i.u64,
+        "sample_type" / i.u64,
+        "read_format" / i.u64,
+        "flags" / (flags if big_endian else i.u64),
+        "wakeup_events" / i.u32,
+        "bp_type" / i.u32,
+        "config1" / i.u64,
+        "config2" / _optional(64, i.u64),
+        "branch_sample_type" / _optional(72, i.u64),
+        "sample_regs_user" / _optional(80, i.u64),
+        "sample_stack_user" / _optional(88, i.u32),
+        "clockid" / _optional(92, i.s32),
+        "sample_regs_intr" / _optional(96, i.u64),
+        "aux_watermark" / _optional(104, i.u32),
+        "sample_max_stack" / _optional(108, i.u16),
+        Padding(lambda c: c.size - _consumed(c.size)),
+    )
+
+
+_PREFIX_FIELDS = (
+    # (bit, struct codes, names) in body order for the fixed-size head of a SAMPLE
+    (SAMPLE_IDENTIFIER, "Q", ("id",)),
+    (SAMPLE_IP, "Q", ("ip",)),
+    (SAMPLE_TID, "II", ("pid", "tid")),
+    (SAMPLE_TIME, "Q", ("time",)),
+    (SAMPLE_ADDR, "Q", ("addr",)),
+    (SAMPLE_ID, "Q", ("id",)),
+    (SAMPLE_STREAM_ID, "Q", ("stream_id",)),
+    (SAMPLE_CPU, "II", ("cpu", None)),
+    (SAMPLE_PERIOD, "Q", ("period",)),
+)
+PREFIX_NAMES = ("id", "ip", "pid", "tid", "time", "addr", "stream_id", "cpu", "period")
+
+_TRAILER_FIELDS = (
+    (SAMPLE_TID, "II", ("pid", "tid")),
+    (SAMPLE_TIME, "Q", ("time",)),
+    (SAMPLE_ID, "Q", ("id",)),
+    (SAMPLE_STREAM_ID, "Q", ("stream_id",)),
+    (SAMPLE_CPU, "II", ("cpu", None)),
+    (SAMPLE_IDENTIFIER, "Q", ("id",)),
+)
+TRAILER_NAMES = ("pid", "tid", "time", "cpu")
+
+
+def _layout(sample_type: int, table: tuple, wanted: tuple[str, ...], endian: str):
+    """struct.Struct for the fields of `table` present in sample_type, and for each wanted name
+    the index of its value in the unpacked tuple (-1 = absent)."""
+    codes = endian
+    where: dict[str, int] = {}
+    n = 0
+    for bit, code, names in table:
+        if sample_type & bit:
+            codes += code
+            for name in names:
+                if name is not None:
+                    where[name] = n
+                n += 1
+    return struct.Struct(codes), tuple(where.get(name, -1) for name in wanted)
+
+
+@dataclass(frozen=True, slots=True)
+class SamplePlan:
+    """How to decode a SAMPLE of this attr and a sample_id trailer governed by it."""
+
+    prefix: struct.Struct
+    prefix_index: tuple[int, ...]  # per PREFIX_NAMES
+    read_size: int  # bytes of a non-group READ block, 0 if GROUP or no READ
+    read_group: bool
+    read_entry: int  # u64s per (value, id[, lost]) group entry
+    read_has_id: bool
+    read_skip: int  # u64s of time_enabled/time_running after nr (group) or value (non-group)
+    branch_hw_index: bool
+    nregs_user: int
+    id_pos: int  # byte offset of the sample id for the peek (SEMANTICS §3.4), -1 if none
+    trailer: struct.Struct
+    trailer_index: tuple[int, ...]  # per TRAILER_NAMES
+
+
+def make_plan(sample_type: int, read_format: int, branch_sample_type: int, regs_user: int,
+              big_endian: bool) -> SamplePlan:
+    endian = ">" if big_endian else "<"
+    prefix, prefix_index = _layout(sample_type, _PREFIX_FIELDS, PREFIX_NAMES, endian)
+    trailer, trailer_index = _layout(sample_type, _TRAILER_FIELDS, TRAILER_NAMES, endian)
+    skip = bool(read_format & READ_TOTAL_TIME_ENABLED) + bool(read_format & READ_TOTAL_TIME_RUNNING)
+    has_id = bool(read_format & READ_ID)
+    has_lost = bool(read_format & READ_LOST)
+    group = bool(read_format & READ_GROUP)
+    if sample_type & SAMPLE_IDENTIFIER:
+        id_pos = 0
+    elif sample_type & SAMPLE_ID:
+        id_pos = 8 * sum(bool(sample_type & b) for b in (SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME,
+                                                            SAMPLE_ADDR))
+    else:
+        id_pos = -1
+    return SamplePlan(
+        prefix=prefix,
+        prefix_index=prefix_index,
+        read_size=0 if group or not sample_type & SAMPLE_READ else 8 * (1 + skip + has_id + has_lost),
+        read_group=group,
+        read_entry=1 + has_id + has_lost,
+        read_has_id=has_id,
+        read_skip=skip,
+        branch_hw_index=bool(branch_sample_type & BRANCH_HW_INDEX),
+        nregs_user=regs_user.bit_count(),
+        id_pos=id_pos,
+        trailer=trailer,
+        trailer_index=trailer_index,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PerfEventAttr:
+    """A decoded perf_event_attr. `flags` is always in little-endian bit numbering."""
+
+    type: int
+    size: int
+    config: int
+    sample_period: int  # = sample_freq when freq
+    sample_type: int
+    read_format: int
+    flags: int
+    wakeup_events: int = 0
+    bp_type: int = 0
+    config1: int = 0
+    config2: int = 0
+    branch_sample_type: int = 0
+    sample_regs_user: int = 0
+    sample_stack_user: int = 0
+    clockid: int = 0
+    sample_regs_intr: int = 0
+    aux_watermark: int = 0
+    sample_max_stack: int = 0
+    big_endian: bool = False
+    plan: SamplePlan = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plan", make_plan(
+            self.sample_type, self.read_format, self.branch_sample_type,
+            self.sample_regs_user, self.big_endian))
+
+    @property
+    def freq(self) -> bool:
+        return bool(self.flags & FLAG_FREQ)
+
+    @property
+    def sample_freq(self) -> int:
+        return self.sample_period
+
+    @property
+    def sample_id_all(self) -> bool:
+        return bool(self.flags & FLAG_SAMPLE_ID_ALL)
+
+    @property
+    def inherit(self) -> bool:
+        return bool(self.flags & FLAG_INHERIT)
+
+    @property
+    def exclude_kernel(self) -> bool:
+        return bool(self.flags & FLAG_EXCLUDE_KERNEL)
+
+    @property
+    def exclude_user(self) -> bool:
+        return bool(self.flags & FLAG_EXCLUDE_USER)
+
+    @property
+    def context_switch(self) -> bool:
+        return bool(self.flags & FLAG_CONTEXT_SWITCH)
+
+    @property
+    def precise_ip(self) -> int:
+        return (self.flags >> 15) & 3
+
+
+_ATTR_FIELDS = tuple(f for f in PerfEventAttr.__dataclass_fields__ if f not in ("plan", "big_endian"))
+
+
+def parse_attr(buf, offset: int, big_endian: bool) -> PerfEventAttr:
+    """Decode the attr at buf[offset:]; its length is the returned attr's `size`."""
+    if offset + 8 > len(buf):
+        raise PerfDataError("Failed to read attributes: truncated", DATA_ERROR)
+    size = struct.unpack_from(">I" if big_endian else "<I", buf, offset + 4)[0]
+    if size < MIN_ATTR_SIZE or offset + size > len(buf):
+        raise PerfDataError(f"Failed to read attributes: bad attr size {size}", DATA_ERROR)
+    c = attr_struct(big_endian).parse(bytes(buf[offset:offset + size]))
+    return PerfEventAttr(**{name: c[name] for name in _ATTR_FIELDS}, big_endian=big_endian)
+
+
+_HW_NAMES = ("cpu-cycles", "instructions", "cache-references", "cache-misses",
+             "branch-instructions", "branch-misses", "bus-cycles", "stalled-cycles-frontend",
+             "stalled-cycles-backend", "ref-cycles")
+_SW_NAMES = ("cpu-clock", "task-clock", "page-faults", "context-switches", "cpu-migrations",
+             "minor-faults", "major-faults", "alignment-faults", "emulation-faults", "dummy")
+_CACHE_NAMES = ("L1-dcache", "L1-icache", "LLC", "dTLB", "iTLB", "branch", "node")
+_CACHE_OPS = ("-load", "-store", "-prefetch")
+_CACHE_RESULTS = ("-refs", "-misses")
+
+
+def _hw_cache_name(config: int) -> str:
+    cache_id, op, result = config & 0xFF, (config >> 8) & 0xFF, (config >> 16) & 0xFF
+    if cache_id >= len(_CACHE_NAMES):
+        return f"hardware cache event: 0x{config:x}"
+    name = _CACHE_NAMES[cache_id]
+    if op >= len(_CACHE_OPS):
+        return f"{name} event: 0x{config:x}"
+    name += _CACHE_OPS[op]
+    if result >= len(_CACHE_RESULTS):
+        return f"{name} event: 0x{config:x}"
+    return name + _CACHE_RESULTS[result]
+
+
+def generated_name(attr: PerfEventAttr) -> str:
+    """The event name perfparser makes up when perf gave none (pipe mode, SEMANTICS §4.3)."""
+    t, config = attr.type, attr.config
+    if t == TYPE_HARDWARE:
+        return _HW_NAMES[config] if config < len(_HW_NAMES) else f"hardware event: 0x{config:x}"
+    if t == TYPE_SOFTWARE:
+        return _SW_NAMES[config] if config < len(_SW_NAMES) else f"software event: 0x{config:x}"
+    if t == TYPE_TRACEPOINT:
+        return f"tracepoint: 0x{config:x}"
+    if t == TYPE_HW_CACHE:
+        return _hw_cache_name(config)
+    if t == TYPE_RAW:
+        return f"raw event: 0x{config:x}"
+    if t == TYPE_BREAKPOINT:
+        return f"breakpoint: 0x{config:x}"
+    return f"unknown event {t}: 0x{config:x}"

@@ -1,0 +1,192 @@
+"""Hand-written struct decoders for the hot records (SAMPLE, MMAP, MMAP2, COMM, FORK, EXIT).
+
+Each must give exactly what the construct declarations in records.py give (tested on every
+corpus file). They work on a memoryview and never copy raw or user-stack bytes. Malformed input
+raises struct.error / ValueError; the reader turns that into PerfDataError.
+"""
+
+from __future__ import annotations
+
+import struct
+from types import SimpleNamespace
+
+from . import events as ev
+from .attr import (
+    SAMPLE_BRANCH_STACK,
+    SAMPLE_CALLCHAIN,
+    SAMPLE_DATA_SRC,
+    SAMPLE_RAW,
+    SAMPLE_READ,
+    SAMPLE_REGS_USER,
+    SAMPLE_STACK_USER,
+    SAMPLE_TRANSACTION,
+    SAMPLE_WEIGHT,
+    PerfEventAttr,
+)
+from .records import MISC_MMAP_BUILD_ID, MISC_MMAP_DATA, PROT_EXEC, PROT_READ
+
+_ZERO = (0,)  # appended so that index -1 (field absent) reads 0
+_NO_TRAILER = (0, 0, 0, 0)
+
+# Trailer = (struct.Struct, indices of pid, tid, time, cpu) of the global attr, or None.
+Trailer = tuple[struct.Struct, tuple[int, int, int, int]] | None
+
+
+def trailer_for(attr: PerfEventAttr | None) -> Trailer:
+    if attr is None or not attr.sample_id_all:
+        return None
+    return attr.plan.trailer, attr.plan.trailer_index
+
+
+def make_decoders(big_endian: bool) -> SimpleNamespace:
+    """The hot-record decoders for one byte order."""
+    e = ">" if big_endian else "<"
+    u64 = struct.Struct(e + "Q").unpack_from
+    u32 = struct.Struct(e + "I").unpack_from
+    u64x2 = struct.Struct(e + "QQ").unpack_from
+    mmap_head = struct.Struct(e + "iiQQQ").unpack_from
+    mmap2_head = struct.Struct(e + "iiQQQIIQQII").unpack_from
+    pid_tid = struct.Struct(e + "ii").unpack_from
+    task = struct.Struct(e + "iiiiQ").unpack_from
+
+    def trailer_values(buf, end: int, trailer: Trailer) -> tuple[int, int, int, int]:
+        if trailer is None:
+            return _NO_TRAILER
+        st, (ip, it, itime, icpu) = trailer
+        v = st.unpack_from(buf, end - st.size) + _ZERO
+        return v[ip], v[it], v[itime], v[icpu]
+
+    def trailer_size(trailer: Trailer) -> int:
+        return 0 if trailer is None else trailer[0].size
+
+    def cstr(buf, start: int, stop: int) -> bytes:
+        if stop < start:
+            raise ValueError("record too short for its sample_id trailer")
+        raw = bytes(buf[start:stop])
+        nul = raw.find(b"\0")
+        return raw if nul < 0 else raw[:nul]
+
+    def mmap(buf, pos: int, end: int, misc: int, size: int, trailer: Trailer) -> ev.MmapEvent:
+        pid, tid, addr, length, pgoff = mmap_head(buf, pos)
+        spid, stid, time, cpu = trailer_values(buf, end, trailer)
+        filename = cstr(buf, pos + 32, end - trailer_size(trailer))
+        prot = PROT_READ if misc & MISC_MMAP_DATA else PROT_EXEC
+        return ev.MmapEvent(pid, tid, addr, length, pgoff, filename, prot, 0, 0, 0, 0, None,
+                            time, cpu, spid, stid, size, misc)
+
+    def mmap2(buf, pos: int, end: int, misc: int, size: int, trailer: Trailer) -> ev.MmapEvent:
+        pid, tid, addr, length, pgoff, maj, mino, ino, _gen, prot, flags = mmap2_head(buf, pos)
+        build_id = None
+        if misc & MISC_MMAP_BUILD_ID:
+            build_id = bytes(buf[pos + 36:pos + 36 + min(buf[pos + 32], 20)])
+            maj = mino = ino = 0
+        spid, stid, time, cpu = trailer_values(buf, end, trailer)
+        filename = cstr(buf, pos + 64, end - trailer_size(trailer))
+        return ev.MmapEvent(pid, tid, addr, length, pgoff, filename, prot, flags, maj, mino, ino,
+                            build_id, time, cpu, spid, stid, size, misc)
+
+    def comm(buf, pos: int, end: int, misc: int, size: int, trailer: Trailer) -> ev.CommEvent:
+        pid, tid = pid_tid(buf, pos)
+        _spid, _stid, time, cpu = trailer_values(buf, end, trailer)
+        return ev.CommEvent(pid, tid, cstr(buf, pos + 8, end - trailer_size(trailer)), time, cpu,
+                            size, misc)
+
+    def fork(buf, pos: int, end: int, misc: int, size: int, trailer: Trailer) -> ev.ForkEvent:
+        if end - trailer_size(trailer) < pos + 24:
+            raise ValueError("FORK record too short")
+        _spid, _stid, time, cpu = trailer_values(buf, end, trailer)
+        return ev.ForkEvent(*task(buf, pos), time, cpu, size, misc)
+
+    def exit_(buf, pos: int, end: int, misc: int, size: int, trailer: Trailer) -> ev.ExitEvent:
+        if end - trailer_size(trailer) < pos + 24:
+            raise ValueError("EXIT record too short")
+        _spid, _stid, time, cpu = trailer_values(buf, end, trailer)
+        return ev.ExitEvent(*task(buf, pos), time, cpu, size, misc)
+
+    def u64s(buf, pos: int, end: int, n: int) -> tuple[int, ...]:
+        if n < 0 or pos + 8 * n > end:
+            raise ValueError("array runs past the end of the record")
+        return struct.unpack_from(f"{e}{n}Q", buf, pos)
+
+    def sample(buf, pos: int, end: int, misc: int, size: int,
+               attr: PerfEventAttr) -> ev.SampleEvent:
+        plan = attr.plan
+        prefix = plan.prefix
+        v = prefix.unpack_from(buf, pos) + _ZERO
+        i_id, i_ip, i_pid, i_tid, i_time, i_addr, i_sid, i_cpu, i_period = plan.prefix_index
+        pos += prefix.size
+        st = attr.sample_type
+        read_values = callchain = branch_stack = regs = ()
+        raw = stack = hw_idx = None
+        regs_abi = weight = data_src = transaction = 0
+        if st & SAMPLE_READ:
+            if plan.read_group:
+                (nr,) = u64(buf, pos)
+                pos += 8 * (1 + plan.read_skip)
+                step = plan.read_entry
+                flat = u64s(buf, pos, end, nr * step)
+                pos += 8 * nr * step
+                if plan.read_has_id:
+                    read_values = tuple(zip(flat[0::step], flat[1::step], strict=True))
+                else:
+                    read_values = tuple((value, 0) for value in flat[0::step])
+            else:
+                (value,) = u64(buf, pos)
+                rid = u64(buf, pos + 8 * (1 + plan.read_skip))[0] if plan.read_has_id else 0
+                read_values = ((value, rid),)
+                pos += plan.read_size
+        if st & SAMPLE_CALLCHAIN:
+            (nr,) = u64(buf, pos)
+            callchain = u64s(buf, pos + 8, end, nr)
+            pos += 8 + 8 * nr
+        if st & SAMPLE_RAW:
+            (n,) = u32(buf, pos)
+            if pos + 4 + n > end:
+                raise ValueError("raw data runs past the end of the record")
+            raw = buf[pos + 4:pos + 4 + n]
+            pos += 4 + n
+        if st & SAMPLE_BRANCH_STACK:
+            (nr,) = u64(buf, pos)
+            pos += 8
+            if plan.branch_hw_index:
+                (hw_idx,) = u64(buf, pos)
+                pos += 8
+            flat = u64s(buf, pos, end, 3 * nr)
+            branch_stack = tuple(zip(flat[0::3], flat[1::3], flat[2::3], strict=True))
+            pos += 24 * nr
+        if st & SAMPLE_REGS_USER:
+            (regs_abi,) = u64(buf, pos)
+            pos += 8
+            if regs_abi:
+                regs = u64s(buf, pos, end, plan.nregs_user)
+                pos += 8 * plan.nregs_user
+        if st & SAMPLE_STACK_USER:
+            (n,) = u64(buf, pos)
+            pos += 8
+            if n:
+                if pos + n + 8 > end:
+                    raise ValueError("user stack runs past the end of the record")
+                (dyn,) = u64(buf, pos + n)
+                stack = buf[pos:pos + min(dyn, n)]
+                pos += n + 8
+        if st & SAMPLE_WEIGHT:
+            (weight,) = u64(buf, pos)
+            pos += 8
+        if st & SAMPLE_DATA_SRC:
+            (data_src,) = u64(buf, pos)
+            pos += 8
+        if st & SAMPLE_TRANSACTION:
+            (transaction,) = u64(buf, pos)
+            pos += 8
+        if pos > end:
+            raise ValueError("sample fields run past the end of the record")
+        return ev.SampleEvent(attr, v[i_pid], v[i_tid], v[i_time], v[i_cpu], v[i_ip], v[i_addr],
+                              v[i_id], v[i_sid], v[i_period], read_values, callchain, raw,
+                              branch_stack, hw_idx, regs_abi, regs, stack, weight, data_src,
+                              transaction, size, misc)
+
+    def peek_u64(buf, pos: int) -> int:
+        return u64(buf, pos)[0]
+
+    return SimpleNamespace(sample=sample, mmap=mmap, mmap2=mmap2, comm=comm, fork=fork,
+                           exit=exit_, peek_u64=peek_u64, u64x2=u64x2, u32=u32)

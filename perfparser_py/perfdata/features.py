@@ -1,0 +1,168 @@
+"""Feature sections of file-mode perf.data (SEMANTICS §2.3): construct declarations and the
+Features dataclass the reader fills from them."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from functools import cache
+
+from construct import (
+    Bytes,
+    Construct,
+    ExprAdapter,
+    GreedyRange,
+    PrefixedArray,
+    Struct,
+    this,
+)
+
+from . import header as h
+from .ints import ints
+
+FEAT_HOSTNAME = 3
+FEAT_OSRELEASE = 4
+FEAT_VERSION = 5
+FEAT_ARCH = 6
+FEAT_NRCPUS = 7
+FEAT_CPUDESC = 8
+FEAT_CPUID = 9
+FEAT_TOTAL_MEM = 10
+FEAT_CPU_TOPOLOGY = 13
+FEAT_NUMA_TOPOLOGY = 14
+FEAT_PMU_MAPPINGS = 16
+FEAT_GROUP_DESC = 17
+
+
+def _string(i) -> Construct:
+    """u32 length + bytes, trailing NULs removed."""
+    raw = Struct("len" / i.u32, "data" / Bytes(this.len))
+    return ExprAdapter(raw, lambda obj, _: obj.data.rstrip(b"\0"), None)
+
+
+@cache
+def feature_structs(big_endian: bool) -> dict[int, Construct]:
+    i = ints(big_endian)
+    s = _string(i)
+    strings = PrefixedArray(i.u32, s)
+    return {
+        h.FEAT_BUILD_ID: GreedyRange(Struct(
+            "type" / i.u32, "misc" / i.u16, "size" / i.u16, "pid" / i.s32,
+            "build_id" / Bytes(20), "pad" / Bytes(4),
+            "filename" / ExprAdapter(Bytes(this.size - 36), lambda obj, _: obj.rstrip(b"\0"), None),
+        )),
+        FEAT_HOSTNAME: s,
+        FEAT_OSRELEASE: s,
+        FEAT_VERSION: s,
+        FEAT_ARCH: s,
+        FEAT_NRCPUS: Struct("online" / i.u32, "avail" / i.u32),
+        FEAT_CPUDESC: s,
+        FEAT_CPUID: s,
+        FEAT_TOTAL_MEM: i.u64,
+        h.FEAT_CMDLINE: strings,
+        h.FEAT_EVENT_DESC: Struct(
+            "nr" / i.u32,
+            "attr_size" / i.u32,
+            "events" / Struct(
+                "attr" / Bytes(this._.attr_size),
+                "nr_ids" / i.u32,
+                "name" / s,
+                "ids" / i.u64[this.nr_ids],
+            )[this.nr],
+        ),
+        FEAT_CPU_TOPOLOGY: Struct("cores" / strings, "threads" / strings),
+        FEAT_NUMA_TOPOLOGY: PrefixedArray(i.u32, Struct(
+            "node" / i.u32, "mem_total" / i.u64, "mem_free" / i.u64, "cpus" / s)),
+        FEAT_PMU_MAPPINGS: PrefixedArray(i.u32, Struct("type" / i.u32, "name" / s)),
+        FEAT_GROUP_DESC: PrefixedArray(i.u32, Struct(
+            "name" / s, "leader_idx" / i.u32, "nr_members" / i.u32)),
+        h.FEAT_COMPRESSED: Struct(
+            "version" / i.u32, "type" / i.u32, "level" / i.u32, "ratio" / i.u32,
+            "mmap_len" / i.u32),
+    }
+
+
+@dataclass(slots=True)
+class Features:
+    hostname: bytes | None = None
+    osrelease: bytes | None = None
+    version: bytes | None = None
+    arch: bytes | None = None
+    nrcpus_online: int | None = None
+    nrcpus_avail: int | None = None
+    cpudesc: bytes | None = None
+    cpuid: bytes | None = None
+    total_mem: int | None = None
+    cmdline: list[bytes] = field(default_factory=list)
+    build_ids: list[tuple[int, bytes, bytes]] = field(default_factory=list)
+    sibling_cores: list[bytes] = field(default_factory=list)
+    sibling_threads: list[bytes] = field(default_factory=list)
+    numa_nodes: list[tuple[int, int, int, bytes]] = field(default_factory=list)
+    pmu_mappings: list[tuple[int, bytes]] = field(default_factory=list)
+    group_descs: list[tuple[bytes, int, int]] = field(default_factory=list)
+    compressed: tuple[int, int, int, int, int] | None = None  # version, type, level, ratio, mmap_len
+    tracing_data: bytes | None = None
+    # raw EVENT_DESC entries: (attr bytes, name, ids); the reader turns them into AttrEvents
+    event_desc: list[tuple[bytes, bytes, tuple[int, ...]]] = field(default_factory=list)
+
+
+_STRINGS = {FEAT_HOSTNAME: "hostname", FEAT_OSRELEASE: "osrelease", FEAT_VERSION: "version",
+            FEAT_ARCH: "arch", FEAT_CPUDESC: "cpudesc", FEAT_CPUID: "cpuid"}
+
+
+def _apply(f: Features, bit: int, v) -> None:
+    if bit in _STRINGS:
+        setattr(f, _STRINGS[bit], v)
+    elif bit == h.FEAT_BUILD_ID:
+        f.build_ids = [(r.pid, r.build_id, r.filename) for r in v]
+    elif bit == FEAT_NRCPUS:
+        f.nrcpus_online, f.nrcpus_avail = v.online, v.avail
+    elif bit == FEAT_TOTAL_MEM:
+        f.total_mem = v
+    elif bit == h.FEAT_CMDLINE:
+        f.cmdline = list(v)
+    elif bit == h.FEAT_EVENT_DESC:
+        f.event_desc = [(e.attr, e.name, tuple(e.ids)) for e in v.events]
+    elif bit == FEAT_CPU_TOPOLOGY:
+        f.sibling_cores, f.sibling_threads = list(v.cores), list(v.threads)
+    elif bit == FEAT_NUMA_TOPOLOGY:
+        f.numa_nodes = [(n.node, n.mem_total, n.mem_free, n.cpus) for n in v]
+    elif bit == FEAT_PMU_MAPPINGS:
+        f.pmu_mappings = [(m.type, m.name) for m in v]
+    elif bit == FEAT_GROUP_DESC:
+        f.group_descs = [(g.name, g.leader_idx, g.nr_members) for g in v]
+    elif bit == h.FEAT_COMPRESSED:
+        f.compressed = (v.version, v.type, v.level, v.ratio, v.mmap_len)
+
+
+def parse_features(buf, bits: list[int], table_offset: int, big_endian: bool) -> Features:
+    """Read the feature sections whose descriptors start at table_offset. A feature that is
+    missing or malformed only costs a warning, like upstream."""
+    f = Features()
+    structs = feature_structs(big_endian)
+    sec = h.section_struct(big_endian)
+    for n, bit in enumerate(bits):
+        if bit > h.LAST_FEATURE:
+            break
+        at = table_offset + 16 * n
+        if at + 16 > len(buf):
+            print(f"feature section table beyond the end of the file (feature {bit})",
+                  file=sys.stderr)
+            break
+        s = sec.parse(bytes(buf[at:at + 16]))
+        if s.size == 0:
+            print(f"Feature announced in header but not present: {bit}", file=sys.stderr)
+            continue
+        if s.offset + s.size > len(buf):
+            print(f"feature {bit} lies beyond the end of the file", file=sys.stderr)
+            continue
+        data = bytes(buf[s.offset:s.offset + s.size])
+        if bit == h.FEAT_TRACING_DATA:
+            f.tracing_data = data
+        elif bit in structs:
+            try:
+                _apply(f, bit, structs[bit].parse(data))
+            except Exception as exc:  # construct's many error types: one bad feature is skipped
+                print(f"feature {bit} not properly read: {str(exc).splitlines()[0]}",
+                      file=sys.stderr)
+    return f

@@ -1,0 +1,310 @@
+"""PerfReader: turns a Source into the event sequence of SEMANTICS §2 (file and pipe mode,
+compressed data, sample-id attr lookup, progress), raising PerfDataError after yielding
+everything decodable before a fault."""
+
+from __future__ import annotations
+
+import struct
+import sys
+from collections.abc import Iterator
+
+from construct import ConstructError
+
+from . import events as ev
+from . import header as h
+from . import records as r
+from .attr import PerfEventAttr, parse_attr
+from .compressed import ZstdStream, check_feature
+from .errors import DATA_ERROR, HEADER_ERROR, PerfDataError
+from .fast import make_decoders, trailer_for
+from .features import parse_features
+
+_MALFORMED = (struct.error, ValueError, IndexError, OverflowError, ConstructError)
+_FINISHED_ROUND = ev.FinishedRoundEvent()
+_FINISHED_INIT = ev.FinishedInitEvent()
+_CONSTRUCT_DECODED = frozenset((r.LOST, r.LOST_SAMPLES, r.SWITCH, r.SWITCH_CPU_WIDE))
+_TOO_SMALL = "File is too small to hold perf data."
+_F32 = struct.Struct("f")
+
+
+def _f32(x: float) -> float:
+    return _F32.unpack(_F32.pack(x))[0]
+
+
+def _header_error(message: str) -> PerfDataError:
+    return PerfDataError(message, HEADER_ERROR)
+
+
+def _data_error(message: str) -> PerfDataError:
+    return PerfDataError(message, DATA_ERROR)
+
+
+class PerfReader:
+    def __init__(self, source) -> None:
+        self.source = source
+        self.mode: str | None = None
+        self.big_endian = False
+        self._global: PerfEventAttr | None = None
+        self._trailer = None
+        self._attrs_by_id: dict[int, PerfEventAttr] = {}
+        self._zstd: ZstdStream | None = None
+        self._leftover = b""
+
+    # ---------------------------------------------------------------- setup
+
+    def _set_byte_order(self, big_endian: bool) -> None:
+        self.big_endian = big_endian
+        e = ">" if big_endian else "<"
+        self._dec = make_decoders(big_endian)
+        self._record_header = struct.Struct(e + "IHH").unpack_from
+        self._e = e
+
+    def _set_global(self, attr: PerfEventAttr) -> None:
+        self._global = attr
+        self._trailer = trailer_for(attr)
+
+    def _register(self, attr: PerfEventAttr, ids) -> None:
+        for i in ids:
+            self._attrs_by_id.setdefault(i, attr)
+
+    def _u64s(self, buf, offset: int, nbytes: int) -> tuple[int, ...]:
+        if offset < 0 or nbytes < 0 or offset + nbytes > len(buf):
+            raise _data_error(f"id section at {offset} (+{nbytes}) lies outside the file")
+        return struct.unpack_from(f"{self._e}{nbytes // 8}Q", buf, offset)
+
+    # ---------------------------------------------------------------- entry
+
+    def events(self) -> Iterator[object]:
+        src = self.source
+        head = bytes(src.read(16))
+        if len(head) < 16 and (len(head) < 8 or head[:8] in (h.MAGIC_LE, h.MAGIC_BE)):
+            raise _header_error("File is too small for perf header." if not src.is_stream else
+                                "Input closed before the perf header was complete.")
+        magic = head[:8]
+        if magic not in (h.MAGIC_LE, h.MAGIC_BE):
+            if magic == b"PERFFILE":
+                raise _header_error("we don't support V1 perf data")
+            raise _header_error(f"invalid magic: {magic!r}")
+        self._set_byte_order(magic == h.MAGIC_BE)
+        size = h.pipe_header_struct(self.big_endian).parse(head).size
+        if size < h.PIPE_HEADER_SIZE:
+            raise _header_error("Header claims to be smaller than magic + size")
+        if size > h.MAX_HEADER_SIZE:
+            raise _header_error(f"Header size {size} is too large")
+        if size == h.PIPE_HEADER_SIZE:
+            self.mode = "pipe"
+            if src.is_stream:
+                yield from self._pipe_stream(src)
+            else:
+                yield from self._finish(self._records(src.buffer(), 16, len(src.buffer())))
+        else:
+            self.mode = "file"
+            yield from self._file(src.spool(head).buffer(), size)
+
+    # ---------------------------------------------------------------- file mode
+
+    def _file(self, buf: memoryview, header_size: int) -> Iterator[object]:
+        n = len(buf)
+        if n < h.FILE_HEADER_SIZE:
+            raise _header_error("File is too small for perf header.")
+        hdr = h.file_header_struct(self.big_endian).parse(bytes(buf[:h.FILE_HEADER_SIZE]))
+        if header_size > h.FILE_HEADER_SIZE:
+            print("Header not completely read.", file=sys.stderr)
+        data_offset, data_size = hdr.data.offset, hdr.data.size
+        data_end = data_offset + data_size
+        truncated = data_end > n
+        if truncated and (data_offset >= n or hdr.attrs.offset + hdr.attrs.size > n):
+            raise _header_error(f"{_TOO_SMALL} (data ends at {data_end}, file has {n} bytes)")
+        try:
+            yield from self._file_body(buf, hdr, truncated)
+        except PerfDataError as exc:
+            if truncated:
+                raise _header_error(f"{_TOO_SMALL} ({exc})") from None
+            raise
+        if truncated:
+            raise _header_error(f"{_TOO_SMALL} (data ends at {data_end}, file has {n} bytes)")
+
+    def _attr_section(self, buf: memoryview, hdr) -> list[tuple[PerfEventAttr, tuple[int, ...]]]:
+        attr_size, off, size = hdr.attr_size, hdr.attrs.offset, hdr.attrs.size
+        if attr_size < 80:
+            raise _data_error(f"Failed to read attributes: attr_size is {attr_size}")
+        if off + size > len(buf):
+            raise _data_error("Failed to read attributes: section lies outside the file")
+        sec = h.section_struct(self.big_endian)
+        entries = []
+        for k in range(size // attr_size):
+            at = off + k * attr_size
+            attr = parse_attr(buf, at, self.big_endian)
+            ids_at = at + attr.size
+            if ids_at + 16 > len(buf):
+                raise _data_error("Failed to read attributes: id section outside the file")
+            ids = sec.parse(bytes(buf[ids_at:ids_at + 16]))
+            entries.append((attr, self._u64s(buf, ids.offset, ids.size)))
+        if not entries:
+            raise _data_error("Failed to read attributes: the attribute section is empty")
+        return entries
+
+    def _file_body(self, buf: memoryview, hdr, truncated: bool) -> Iterator[object]:
+        entries = self._attr_section(buf, hdr)
+        self._set_global(entries[0][0])
+        data_offset, data_size = hdr.data.offset, hdr.data.size
+        bits = h.feature_bits(list(hdr.features), self.big_endian)
+        features = parse_features(buf, bits, data_offset + data_size, self.big_endian)
+        check_feature(features.compressed)
+        if features.tracing_data is not None:
+            yield ev.TracingDataEvent(features.tracing_data)
+        for attr_bytes, name, ids in features.event_desc:
+            try:
+                attr = parse_attr(memoryview(attr_bytes), 0, self.big_endian)
+            except PerfDataError as exc:
+                print(f"skipping EVENT_DESC entry {name!r}: {exc}", file=sys.stderr)
+                continue
+            self._register(attr, ids)
+            yield ev.AttrEvent(attr, name.decode("utf-8", "replace"), ids)
+        yield ev.FeaturesEvent(features)
+        for attr, ids in entries:
+            self._register(attr, ids)
+            if features.event_desc:
+                for i in ids:
+                    yield ev.AttrEvent(attr, None, (i,))
+            else:
+                yield ev.AttrEvent(attr, None, ids)
+        yield ev.DataStartEvent(data_offset, data_size)
+        yield ev.ProgressEvent(0.0)
+        end = min(data_offset + data_size, len(buf))
+        yield from self._finish(self._records(buf, data_offset, end, (data_offset, data_size)))
+
+    # ---------------------------------------------------------------- pipe mode
+
+    def _pipe_stream(self, src) -> Iterator[object]:
+        unpack = self._record_header
+        while True:
+            head = src.read(8)
+            if len(head) < 8:
+                break  # EOF, possibly inside a record header: ignored like upstream
+            rtype, misc, size = unpack(head, 0)
+            if size < 8:
+                raise _data_error(f"Invalid record of type {rtype} with size {size} < 8")
+            body = src.read(size - 8)
+            if len(body) < size - 8:
+                raise _data_error(f"Unexpected end of input inside a record of type {rtype} "
+                                  f"(size {size}, got {len(body) + 8} bytes)")
+            if rtype == r.HEADER_TRACING_DATA and size == 12:
+                (n,) = struct.unpack_from(self._e + "I", body, 0)
+                data = src.read(n)
+                if len(data) < n:
+                    raise _data_error("Unexpected end of input inside the tracing data")
+                yield ev.TracingDataEvent(bytes(data))
+                continue
+            yield from self._records(memoryview(head + body), 0, size)
+        yield from self._finish(iter(()))
+
+    # ---------------------------------------------------------------- records
+
+    def _finish(self, records: Iterator[object]) -> Iterator[object]:
+        yield from records
+        if self._leftover:
+            print(f"compressed data ends inside a record ({len(self._leftover)} bytes dropped)",
+                  file=sys.stderr)
+
+    def _sample_attr(self, buf, pos: int, end: int) -> PerfEventAttr:
+        g = self._global
+        if g is None:
+            raise _data_error("SAMPLE record before any attribute")
+        id_pos = g.plan.id_pos
+        if id_pos >= 0 and self._attrs_by_id and pos + id_pos + 8 <= end:
+            return self._attrs_by_id.get(self._dec.peek_u64(buf, pos + id_pos), g)
+        return g
+
+    def _records(self, buf, pos: int, end: int, progress: tuple[int, int] | None = None,
+                 partial: bool = False):
+        """Decode the records in buf[pos:end]. partial: stop quietly at an incomplete record and
+        return its offset (decompressed chunks). progress: (data_offset, data_size)."""
+        unpack = self._record_header
+        dec = self._dec
+        sample, mmap2, mmap, comm, fork, exit_ = (dec.sample, dec.mmap2, dec.mmap, dec.comm,
+                                                  dec.fork, dec.exit)
+        if progress is not None:
+            p_off, p_size = progress
+            step = p_size // 100
+            next_at = p_off + step
+            f_size = _f32(p_size)
+        rtype = -1
+        try:
+            while pos < end:
+                if pos + 8 > end:
+                    if partial:
+                        break
+                    raise _data_error(f"Truncated record header at offset {pos}")
+                rtype, misc, size = unpack(buf, pos)
+                if size < 8:
+                    raise _data_error(f"Invalid record of type {rtype} at offset {pos}: "
+                                      f"size {size} < 8")
+                rend = pos + size
+                if rend > end:
+                    if partial:
+                        break
+                    raise _data_error(f"Record of type {rtype} at offset {pos} (size {size}) "
+                                      f"runs past the end of the data at {end}")
+                body = pos + 8
+                if rtype == 9:
+                    yield sample(buf, body, rend, misc, size, self._sample_attr(buf, body, rend))
+                elif rtype == 10:
+                    yield mmap2(buf, body, rend, misc, size, self._trailer)
+                elif rtype == 3:
+                    yield comm(buf, body, rend, misc, size, self._trailer)
+                elif rtype == 7:
+                    yield fork(buf, body, rend, misc, size, self._trailer)
+                elif rtype == 4:
+                    yield exit_(buf, body, rend, misc, size, self._trailer)
+                elif rtype == 1:
+                    yield mmap(buf, body, rend, misc, size, self._trailer)
+                elif rtype == r.FINISHED_ROUND:
+                    yield _FINISHED_ROUND
+                elif rtype == r.HEADER_TRACING_DATA and size == 12:
+                    (n,) = dec.u32(buf, body)
+                    if rend + n > end:
+                        raise _data_error(f"Tracing data at offset {rend} runs past the end")
+                    yield ev.TracingDataEvent(bytes(buf[rend:rend + n]))
+                    rend += n
+                else:
+                    yield from self._cold(buf, body, rend, rtype, misc, size)
+                pos = rend
+                if progress is not None and pos >= next_at:
+                    yield ev.ProgressEvent(_f32(_f32(pos - p_off) / f_size))
+                    next_at += step
+        except _MALFORMED as exc:
+            raise _data_error(f"Malformed record of type {rtype} at offset {pos}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                              ) from None
+        return pos
+
+    def _cold(self, buf, pos: int, end: int, rtype: int, misc: int, size: int):
+        if rtype in _CONSTRUCT_DECODED:
+            yield r.decode_record(rtype, misc, size, bytes(buf[pos:end]), None, self._global)
+        elif rtype == r.FINISHED_INIT:
+            yield _FINISHED_INIT
+        elif rtype == r.HEADER_ATTR:
+            attr = parse_attr(buf[:end], pos, self.big_endian)
+            ids = self._u64s(buf[:end], pos + attr.size, (end - pos - attr.size) // 8 * 8)
+            if self._global is None:
+                self._set_global(attr)
+            self._register(attr, ids)
+            yield ev.AttrEvent(attr, None, ids)
+        elif rtype == r.COMPRESSED:
+            yield from self._decompress(buf[pos:end])
+        elif rtype == r.COMPRESSED2:
+            n = self._dec.peek_u64(buf, pos)
+            if pos + 8 + n > end:
+                raise _data_error(f"COMPRESSED2 payload of {n} bytes exceeds its record")
+            yield from self._decompress(buf[pos + 8:pos + 8 + n])
+
+    def _decompress(self, payload) -> Iterator[object]:
+        if self._zstd is None:
+            self._zstd = ZstdStream()
+        data = self._zstd.feed(payload)
+        if self._leftover:
+            data = self._leftover + data
+        view = memoryview(data)
+        pos = yield from self._records(view, 0, len(view), partial=True)
+        self._leftover = bytes(view[pos:])
