@@ -1,0 +1,221 @@
+"""Command line, exit codes and the top-level run, as spec/CLI.md describes upstream's.
+
+Option syntax follows Qt's QCommandLineParser (what hotspot and scripts already use):
+`--name value` or `--name=value`, last one wins, positional arguments ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from dataclasses import dataclass
+
+APP_VERSION = "10.0"
+
+# exit codes (CLI.md §5)
+NO_ERROR, TCP_SOCKET_ERROR, CANNOT_OPEN, BAD_MAGIC, HEADER_ERROR = 0, 1, 2, 3, 4
+DATA_ERROR, MISSING_DATA, INVALID_OPTION, BUFFERING_ERROR = 5, 6, 7, 8
+
+_VALUE_OPTIONS = {
+    "input": "Path to perf data file to be parsed. If not given, stdin is read.",
+    "host": "Host to connect to for reading perf data; port defaults to 9327.",
+    "port": "Port to connect to on the host given by --host.",
+    "output": "Path to output file. If not given, stdout is written.",
+    "sysroot": "Path to sysroot which is used to find libraries (default: /).",
+    "debug": "Colon-separated paths to debug information "
+    "(default: <sysroot>/usr/lib/debug:$HOME/.debug:.debug).",
+    "extra": "Colon-separated paths searched recursively for libraries (default: none).",
+    "app": "Path to the application binary and its libraries, searched recursively.",
+    "arch": "Architecture of the recorded machine, when the data does not say.",
+    "kallsyms": "Path to kallsyms mapping (default: <sysroot>/proc/kallsyms).",
+    "perf-map-path": "Directory checked first for perf-<pid>.map JIT maps.",
+    "buffer-size": "Size of event buffer in kilobytes (default: 32768; 0 = rounds only).",
+    "max-buffer-size": "Maximum size of event buffer in kilobytes (default: 1048576).",
+    "max-frames": "Maximum number of frames that will be unwound (default: 64, -1 = no limit).",
+    "protocol": "Output protocol flavour: auto, current (hotspot >= 1.6), 1.5 (hotspot "
+    "1.4/1.5), 1.3 (hotspot 1.3.0). Default: $PERFPARSER_PROTOCOL, else auto.",
+}
+_FLAG_OPTIONS = {
+    "print-stats": "Print statistics instead of the protocol stream.",
+    "help": "Displays help on commandline options.",
+    "help-all": "Displays help including Qt specific options.",
+    "version": "Displays version information.",
+}
+
+
+class UsageError(Exception):
+    """Command-line syntax error: exit 1 like Qt's parser."""
+
+
+@dataclass
+class Options:
+    input: str | None = None
+    host: str | None = None
+    port: int = 9327
+    output: str | None = None
+    sysroot: str = "/"
+    debug: str | None = None
+    extra: str = ""
+    app: str = ""
+    arch: str | None = None
+    kallsyms: str | None = None
+    perf_map_path: str | None = None
+    buffer_size: int = 32768 * 1024
+    max_buffer_size: int = 1048576 * 1024
+    max_frames: int = 64
+    print_stats: bool = False
+    protocol: str | None = None
+
+
+def parse_args(argv: list[str]) -> dict[str, str | bool]:
+    """Qt-style parse: returns option name -> value (or True for flags)."""
+    values: dict[str, str | bool] = {}
+    it = iter(argv)
+    for arg in it:
+        if arg in ("-h", "-?"):
+            values["help"] = True
+        elif arg == "-v":
+            values["version"] = True
+        elif arg == "--":
+            break
+        elif arg.startswith("--"):
+            name, eq, value = arg[2:].partition("=")
+            if name in _VALUE_OPTIONS:
+                if not eq:
+                    try:
+                        value = next(it)
+                    except StopIteration:
+                        raise UsageError(f"Missing value after '{arg}'.") from None
+                values[name] = value
+            elif name in _FLAG_OPTIONS and not eq:
+                values[name] = True
+            else:
+                raise UsageError(f"Unknown option '{name}'.")
+        elif arg.startswith("-") and len(arg) > 1:
+            unknown = [c for c in arg[1:] if c not in "hv?"]
+            if unknown:
+                raise UsageError(f"Unknown option '{unknown[0]}'.")
+            for c in arg[1:]:
+                values["version" if c == "v" else "help"] = True
+        # positional arguments are accepted and ignored
+    return values
+
+
+def _unsigned(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
+def _signed(text: str) -> int | None:
+    body = text[1:] if text[:1] in "+-" else text
+    return int(text) if body.isdigit() else None
+
+
+def make_options(values: dict[str, str | bool]) -> Options:
+    """Validate values; raises ValueError(message) for exit 7."""
+    o = Options()
+    for name in ("input", "host", "output", "debug", "arch", "kallsyms", "perf-map-path",
+                 "protocol"):
+        if name in values:
+            setattr(o, name.replace("-", "_"), values[name])
+    for name in ("sysroot", "extra", "app"):
+        if name in values:
+            setattr(o, name, values[name])
+    if "port" in values:
+        port = _unsigned(str(values["port"]).strip())
+        o.port = port if port is not None and port < 65536 else 0
+    for name, attr in (("buffer-size", "buffer_size"), ("max-buffer-size", "max_buffer_size")):
+        if name in values:
+            kib = _unsigned(str(values[name]).strip())
+            if kib is None:
+                raise ValueError(
+                    "Failed to parse buffer-size argument. Expected unsigned integer, "
+                    f'got: "{values[name]}"'
+                )
+            setattr(o, attr, (kib * 1024) & 0xFFFFFFFF)  # upstream's 32-bit arithmetic
+    if "max-frames" in values:
+        frames = _signed(str(values["max-frames"]).strip())
+        if frames is None:
+            raise ValueError(
+                f'Failed to parse max-frames argument. Expected integer, got: "{values["max-frames"]}"'
+            )
+        o.max_frames = frames
+    o.print_stats = bool(values.get("print-stats"))
+    return o
+
+
+def usage() -> str:
+    lines = [
+        "Usage: perfparser [options]",
+        "Perf data parser and unwinder.",
+        "perfparser-py (Python replacement of KDAB perfparser)",
+        "",
+        "Options:",
+        "  -h, --help, -?             Displays help on commandline options.",
+        "  --help-all                 Displays help including Qt specific options.",
+        "  -v, --version              Displays version information.",
+    ]
+    for name, text in _VALUE_OPTIONS.items():
+        lines.append(f"  --{name} <{name}>".ljust(29) + text)
+    lines.append("  --print-stats".ljust(29) + _FLAG_OPTIONS["print-stats"])
+    return "\n".join(lines) + "\n"
+
+
+def _error(message: str) -> None:
+    print(f"perfparser: {message}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if os.environ.get("PERFPARSER_DEBUG_WAIT"):
+        print("PERFPARSER_DEBUG_WAIT is set, halting perfparser.", file=sys.stderr)
+        print(f'Continue with "kill -SIGCONT {os.getpid()}" or by attaching a debugger.',
+              file=sys.stderr)
+        os.kill(os.getpid(), signal.SIGSTOP)
+    try:
+        values = parse_args(argv)
+    except UsageError as err:
+        _error(str(err))
+        return TCP_SOCKET_ERROR
+    if values.get("help") or values.get("help-all"):
+        sys.stdout.write(usage())
+        return NO_ERROR
+    if values.get("version"):
+        sys.stdout.write(f"perfparser {APP_VERSION}\n")
+        return NO_ERROR
+
+    out_path = values.get("output")
+    try:
+        out = open(out_path, "wb") if out_path else sys.stdout.buffer  # noqa: SIM115
+    except OSError as err:
+        _error(f"cannot open output file {out_path}: {err.strerror}")
+        return CANNOT_OPEN
+    try:
+        try:
+            options = make_options(values)
+        except ValueError as err:
+            print(err, file=sys.stderr)
+            return INVALID_OPTION
+        from .pipeline import run
+
+        return run(options, out)
+    except BrokenPipeError:
+        # the reader (hotspot) went away: die quietly the way upstream does, by SIGPIPE
+        try:
+            sys.stdout = None
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGPIPE)
+        finally:
+            os._exit(141)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if out is not sys.stdout.buffer and out is not None:
+            try:
+                out.close()
+            except OSError:
+                pass
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,124 @@
+"""The emit stage: id spaces (strings, locations, symbols, attributes) and message output.
+
+Every id space is global for the run, dense and assigned in order of first use, and every id
+is defined on the wire before it is referenced (PROTOCOL.md §4, §8). Everything upstream of
+this module deals in Python values; only here do they become ids and messages.
+"""
+
+from __future__ import annotations
+
+from .protocol import StreamWriter
+
+# Location key: (address, rel_addr, file, pid, line, column, module). The parent is not part
+# of the key (PROTOCOL §4): a later resolve with another parent reuses the first id. Unlike
+# upstream, the module (recorded path's string id) is: after an exec, the same address in
+# the same pid is another function and must not inherit the old location's symbol.
+LocationKey = tuple[int, int, int, int, int, int, int]
+
+
+class Emitter:
+    """Owns the id tables and turns definitions into messages on a StreamWriter."""
+
+    __slots__ = ("writer", "_strings", "_locations", "_parents", "_has_symbol", "samples")
+
+    def __init__(self, writer: StreamWriter) -> None:
+        self.writer = writer
+        self._strings: dict[bytes, int] = {}
+        self._locations: dict[LocationKey, int] = {}
+        self._parents: list[int] = []
+        self._has_symbol: list[bool] = []
+        self.samples = 0
+
+    # -- strings -------------------------------------------------------------------------
+    def string(self, value: bytes | str | None) -> int:
+        """Id of a string; the empty string (and None) never gets one."""
+        if not value:
+            return -1
+        if isinstance(value, str):
+            value = value.encode("utf-8", "surrogateescape")
+        sid = self._strings.get(value)
+        if sid is None:
+            sid = len(self._strings)
+            self._strings[value] = sid
+            self.writer.string(sid, value)
+        return sid
+
+    # -- locations and symbols -----------------------------------------------------------
+    def location(
+        self,
+        address: int,
+        rel_addr: int,
+        file: int,
+        pid: int,
+        line: int,
+        column: int,
+        parent: int,
+        module: int = -1,
+    ) -> int:
+        key = (address, rel_addr, file, pid, line, column, module)
+        lid = self._locations.get(key)
+        if lid is None:
+            lid = len(self._parents)
+            self._locations[key] = lid
+            self._parents.append(parent)
+            self._has_symbol.append(False)
+            self.writer.location(lid, address, file, pid, line, column, parent, rel_addr)
+        return lid
+
+    def existing_location(self, key: LocationKey) -> int:
+        return self._locations.get(key, -1)
+
+    def has_symbol(self, location_id: int) -> bool:
+        return self._has_symbol[location_id]
+
+    def symbol(
+        self,
+        location_id: int,
+        name: int,
+        binary: int,
+        path: int,
+        is_kernel: bool,
+        rel_addr: int,
+        size: int,
+        actual_path: int,
+        is_inline: bool,
+    ) -> None:
+        self._has_symbol[location_id] = True
+        self.writer.symbol(
+            location_id, name, binary, path, is_kernel, rel_addr, size, actual_path, is_inline
+        )
+
+
+class AttributeTable:
+    """Sample id -> attribute id, registered per SEMANTICS §4.2."""
+
+    __slots__ = ("_emitter", "_by_id", "count", "tracepoint_seen")
+
+    def __init__(self, emitter: Emitter | None) -> None:
+        self._emitter = emitter
+        self._by_id: dict[int, int] = {}
+        self.count = 0
+        self.tracepoint_seen = False
+
+    def register(self, attr, name: str, ids) -> bool:
+        """Register an attr under a name for the given sample ids (plus the implicit id 0).
+
+        Returns True when a new attribute id was assigned (and announced)."""
+        if attr.type == 2:
+            self.tracepoint_seen = True
+        fresh = [i for i in (*ids, 0) if i not in self._by_id]
+        if not fresh:
+            return False
+        aid = self.count
+        self.count += 1
+        if self._emitter is not None:
+            name_id = self._emitter.string(name)
+            self._emitter.writer.attributes(
+                aid, attr.type, attr.config, name_id, bool(attr.freq), attr.sample_period
+            )
+        for i in fresh:
+            self._by_id[i] = aid
+        return True
+
+    def attribute_id(self, sample_id: int) -> int:
+        return self._by_id.get(sample_id, -1)

@@ -1,0 +1,237 @@
+"""Time ordering of events: one merged queue flushed per FINISHED_ROUND or by size.
+
+perf writes events per CPU buffer, so the file is only roughly time-ordered; FINISHED_ROUND
+records tell when everything before the previous round may be processed. The queue keeps
+every buffered event (mmap, task event, sample) in ONE list; a flush stable-sorts it by time
+and walks it in order, so events with equal timestamps keep their file order (essential for
+the many time-0 records perf synthesizes for pre-existing processes). At equal timestamps the
+non-sample events are processed before the samples, so a sample sees the state as of its
+time (upstream's observable order). When and how much is flushed follows upstream's byte
+accounting (SEMANTICS §6), which `--print-stats` reports; it only decides *when* events leave
+the queue, never their relative order, except for events that arrive too late.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+SAMPLE, MMAP, TASK = 0, 1, 2
+TASK_EVENT_SIZE = 40  # upstream's accounting for one task event (Qt5 build), SEMANTICS §6.1
+_U32 = 0xFFFFFFFF
+
+
+@dataclass(slots=True)
+class Stats:
+    """The counters of `--print-stats`, in output order (SEMANTICS §16)."""
+
+    samples: int = 0
+    mmaps: int = 0
+    rounds: int = 0
+    buffer_flushes: int = 0
+    samples_time_violations: int = 0
+    mmaps_time_violations: int = 0
+    max_samples_per_round: int = 0
+    max_mmaps_per_round: int = 0
+    max_task_events_per_round: int = 0
+    max_samples_per_flush: int = 0
+    max_mmaps_per_flush: int = 0
+    max_task_events_per_flush: int = 0
+    max_buffer_size: int = 0
+    max_total_event_size_per_round: int = 0
+    max_time: int = 0
+    max_time_between_rounds: int = 0
+    max_reorder_time: int = 0
+
+    def render(self) -> str:
+        return "".join(
+            f"{f.name.replace('_', ' ')}: {getattr(self, f.name)}\n" for f in fields(self)
+        )
+
+
+class EventQueue:
+    """Buffers (kind, time, size, event) and hands them to a sink in time order.
+
+    The sink has `mmap(event, late)`, `task(event)`, `sample(event)` and
+    `time_order_violation(event_time, max_time)`; with sink None the queue only counts
+    (`--print-stats`)."""
+
+    def __init__(self, sink, buffer_size: int, max_buffer_size: int) -> None:
+        self.sink = sink
+        self.stats = Stats()
+        self._events: list[tuple[int, int, int, int, object]] = []  # (time, kind, seq, size, ev)
+        self._seq = 0
+        self._bytes = 0
+        # target/last/max as upstream initialises them, then the command line (SEMANTICS §6.1)
+        self._target, self._last, self._max = 32 << 20, 1 << 20, 1 << 30
+        self._set_target(buffer_size)
+        self._set_max(max_buffer_size)
+        self._last_flush_max_time = 0
+        self._violated = False
+        self._violating = False  # within the current flush
+        self._counts = [0, 0, 0]  # per flush: samples, mmaps, task events handed out
+        self.tracepoints = False
+        # per-round counters
+        self._round_samples = self._round_mmaps = self._round_tasks = self._round_bytes = 0
+        self._round_start_time = 0
+
+    # -- parameters (SEMANTICS §6.1/§6.3) ----------------------------------------------------
+    def _set_target(self, size: int) -> None:
+        self._last = self._target
+        self._target = size
+        if size > self._max:
+            self._max = size
+
+    def _set_max(self, size: int) -> None:
+        self._max = size
+        if size < self._target:
+            self._set_target(size)
+
+    def perf_version(self, version: bytes | None) -> None:
+        """Features step: a perf >= 3.17 writes FINISHED_ROUND, so rely on it."""
+        if version and _version_at_least(version, (3, 17)) and not self._violated:
+            if not self.tracepoints:
+                self._set_target(0)
+
+    def tracepoint_registered(self) -> None:
+        """Tracepoint samples are not round-ordered by old perf: go back to size mode."""
+        self.tracepoints = True
+        if self._target == 0:
+            self._set_target(self._last)
+
+    # -- input ---------------------------------------------------------------------------
+    def add(self, kind: int, time: int, size: int, event) -> None:
+        st = self.stats
+        if kind == SAMPLE:
+            st.samples += 1
+            self._round_samples += 1
+        elif kind == MMAP:
+            st.mmaps += 1
+            self._round_mmaps += 1
+        else:
+            self._round_tasks += 1
+            size = TASK_EVENT_SIZE
+        if time != 0 and time < st.max_time:
+            st.max_reorder_time = max(st.max_reorder_time, st.max_time - time)
+        else:
+            st.max_time = time  # a time-0 event resets it, as upstream does (SEMANTICS §16)
+        self._events.append((time, kind, self._seq, size, event))
+        self._seq += 1
+        self._bytes += size
+        self._round_bytes += size
+        if self._bytes > st.max_buffer_size:
+            st.max_buffer_size = self._bytes
+        if self._target != 0 and self._bytes > self._target:
+            self._flush(self._target // 2)
+
+    def finished_round(self) -> None:
+        self._end_round()
+        if self._target == 0:
+            self._flush(self._bytes // 2)
+        elif not self._violated and not self.tracepoints:
+            self._set_target(0)
+
+    def finish(self) -> None:
+        """End of input: one more round end, then flush everything."""
+        self._end_round()
+        if self._target == 0:
+            self._flush(self._bytes // 2)
+        self._flush(0)
+
+    def _end_round(self) -> None:
+        st = self.stats
+        st.rounds += 1
+        st.max_samples_per_round = max(st.max_samples_per_round, self._round_samples)
+        st.max_mmaps_per_round = max(st.max_mmaps_per_round, self._round_mmaps)
+        st.max_task_events_per_round = max(st.max_task_events_per_round, self._round_tasks)
+        st.max_total_event_size_per_round = max(
+            st.max_total_event_size_per_round, self._round_bytes
+        )
+        if self._round_start_time > 0:
+            st.max_time_between_rounds = max(
+                st.max_time_between_rounds, st.max_time - self._round_start_time
+            )
+        self._round_start_time = st.max_time
+        self._round_samples = self._round_mmaps = self._round_tasks = self._round_bytes = 0
+
+    # -- flushing (SEMANTICS §6.4) -------------------------------------------------------------
+    def _flush(self, desired: int) -> None:
+        st = self.stats
+        st.buffer_flushes += 1
+        events = self._events
+        events.sort(key=_time_kind_seq)
+        limit = self._last_flush_max_time
+        start_bytes = self._bytes
+        self._counts = [0, 0, 0]
+        self._violating = False
+        pending = 0  # events[pending:i] are non-sample events waiting for the next sample
+        i = 0
+        for i, item in enumerate(events):
+            if item[1] != SAMPLE:
+                continue
+            if self._bytes <= desired:
+                break
+            for j in range(pending, i):
+                self._release(events[j], limit)
+            time = item[0]
+            if time < limit:
+                if not self._violating:
+                    st.samples_time_violations += 1
+                self._violating = True
+            elif time > self._last_flush_max_time:
+                self._last_flush_max_time = time
+            self._release(item, limit)
+            pending = i + 1
+        # After the last sample handed out: task events go while over the target (so a final
+        # flush(0) sends them all); mmaps stay until a sample needs them, as upstream does.
+        kept = events[pending:]
+        rest = [item for item in kept if item[1] != TASK or self._bytes <= desired or
+                self._release(item, limit)]
+        events[:] = rest
+        st.max_samples_per_flush = max(st.max_samples_per_flush, self._counts[SAMPLE])
+        st.max_mmaps_per_flush = max(st.max_mmaps_per_flush, self._counts[MMAP])
+        st.max_task_events_per_flush = max(st.max_task_events_per_flush, self._counts[TASK])
+        if self._violating:
+            self._violated = True
+            grown = min(self._max, 2 * max(start_bytes, self._last))
+            self._set_target(min(grown, _U32))
+
+    def _release(self, item, limit: int) -> None:
+        """Hand one event to the sink; returns None so it filters out of the kept list."""
+        time, kind, _seq, size, ev = item
+        self._bytes -= size
+        self._counts[kind] += 1
+        sink = self.sink
+        if kind == MMAP and time < limit:
+            self.stats.mmaps_time_violations += 1
+            self._violating = True
+            if sink is not None:
+                sink.time_order_violation(time, limit)
+        if sink is not None:
+            if kind == SAMPLE:
+                sink.sample(ev)
+            elif kind == MMAP:
+                sink.mmap(ev)
+            else:
+                sink.task(ev)
+
+
+def _time_kind_seq(item):
+    # samples after the mmaps/task events of the same time; file order otherwise
+    return (item[0], item[1] == SAMPLE, item[2])
+
+
+def _version_at_least(version: bytes, wanted: tuple[int, ...]) -> bool:
+    parts = []
+    for chunk in version.split(b"."):
+        digits = b""
+        for c in chunk:
+            if 48 <= c <= 57:
+                digits += bytes((c,))
+            else:
+                break
+        if not digits:
+            break
+        parts.append(int(digits))
+        if len(digits) != len(chunk):
+            break
+    return bool(parts) and tuple(parts) >= wanted

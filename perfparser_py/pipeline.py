@@ -1,0 +1,308 @@
+"""One run: reader events -> ordering -> session -> unwind -> symbolize -> emit.
+
+`run()` wires the stages for the options of one command line. The reader's events go either
+straight to the emitter (definitions that upstream sends at parse time: attributes,
+features, progress, COMM strings) or through the time-ordering queue, whose sink (`Sink`)
+applies mmaps and task events to the session and turns samples into frames and messages.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .elf.image import ElfImage
+from .emit import AttributeTable, Emitter
+from .ordering import MMAP, SAMPLE, TASK, EventQueue
+from .perfdata import events as ev
+from .perfdata.attr import generated_name
+from .perfdata.errors import PerfDataError
+from .session import KERNEL_PID, MISC_COMM_EXEC, Mapping, Session, is_special
+from .symbolize import Symbolizer
+from .unwind.framepointer import callchain_frames
+
+CPUMODE_MASK, CPUMODE_USER = 7, 2
+TRACEPOINT = 2
+
+
+def architecture(name: str) -> str | None:
+    """Architecture family of a `uname -m` / --arch name (SEMANTICS §11.5), None if unknown."""
+    if name in ("aarch64", "arm64"):
+        return "aarch64"
+    if name.startswith("x86") or name in ("i386", "i486", "i586", "i686", "i786", "amd64"):
+        return "x86"
+    for family in ("arm", "powerpc", "s390", "sh", "sparc", "mips"):
+        if name.startswith(family):
+            return family
+    return None
+
+
+def _host_arch() -> str:
+    return os.uname().machine
+
+
+class Sink:
+    """Receives time-ordered events from the queue and produces the messages."""
+
+    def __init__(self, options, emitter: Emitter, attrs: AttributeTable, finder) -> None:
+        self.options = options
+        self.emit = emitter
+        self.writer = emitter.writer
+        self.attrs = attrs
+        self.finder = finder
+        self.session = Session()
+        kallsyms = options.kallsyms
+        if kallsyms is None:
+            kallsyms = options.sysroot + "/proc/kallsyms"
+        self.symbolizer = Symbolizer(emitter, kallsyms, options.perf_map_path)
+        self.arch = "x86_64"  # set from the data (ARCH feature) or --arch
+        self.unwinder = None  # (unwind function, Cfi class) once DWARF unwinding is possible
+        self._cfi: dict[int, object] = {}
+        self._missing_reported: set[bytes] = set()
+
+    # -- queue sink ----------------------------------------------------------------------
+    def time_order_violation(self, time: int, max_time: int) -> None:
+        self.writer.error(
+            1,
+            "Time order violation of MMAP event across buffer flush detected. Event time is "
+            f"{time}, max time during last buffer flush was {max_time}. This potentially "
+            "breaks the data analysis.",
+        )
+
+    def mmap(self, e) -> None:
+        path = e.filename
+        local = image = None
+        bias = None
+        if not is_special(path):
+            if e.pid == KERNEL_PID:
+                # kernel modules: only the sysroot copy, and only if it is an ELF
+                local = self.options.sysroot + path.decode("utf-8", "surrogateescape")
+                image = ElfImage.open(local)
+                if image is None:
+                    local = None
+            else:
+                local, image = self.finder.find(path)
+                if image is None and not os.path.exists(local):
+                    self._missing(path)
+            if image is not None:
+                bias = image.load_bias(e.addr, e.pgoff)
+                if bias is None:
+                    image = None  # no PT_LOAD covers this piece: not code we can place
+        proc = self.session.process(e.pid)
+        base = proc.space.base_for(path, e.addr) if e.pgoff else e.addr
+        self.session.add_mapping(
+            e.pid, Mapping(e.addr, e.addr + e.len, e.pgoff, path, local, image, bias, base)
+        )
+
+    def _missing(self, path: bytes) -> None:
+        message = (
+            f"Could not find ELF file for {path.decode('utf-8', 'replace')}. "
+            "This can break stack unwinding and lead to missing symbols."
+        )
+        if path not in self._missing_reported:  # stderr once per file; the message per mmap
+            self._missing_reported.add(path)
+            print(f"PerfUnwind::MissingElfFile: {message}", file=sys.stderr)
+        self.writer.error(2, message)
+
+    def task(self, item) -> None:
+        e = item[0]
+        w = self.writer
+        kind = type(e)
+        if kind is ev.ForkEvent:
+            self.session.fork(e.pid, e.ppid, e.time or e.record_time, e.misc)
+            w.thread_start(e.pid, e.tid, e.time, e.cpu, e.ppid)
+        elif kind is ev.ExitEvent:
+            if e.pid == e.tid:
+                self.session.exit(e.pid)
+            w.thread_end(e.pid, e.tid, e.time, e.cpu)
+        elif kind is ev.CommEvent:
+            if e.misc & MISC_COMM_EXEC and e.pid == e.tid:
+                self.session.exec(e.pid)
+            w.command(e.pid, e.tid, e.time, e.cpu, item[1])
+        elif kind is ev.LostEvent:
+            w.lost(e.pid, e.tid, e.time, e.cpu, e.lost)
+        elif kind is ev.SwitchEvent:
+            w.context_switch(e.pid, e.tid, e.time, e.cpu, e.switch_out)
+
+    def sample(self, e) -> None:
+        session = self.session
+        proc = session.process(e.pid)
+        kernel = session.kernel
+        sym = self.symbolizer
+        sym.prepare(proc)
+        frames: list[int] = []
+        in_kernel = self._kernel_range_check(e.ip)
+        if e.callchain or e.branch_stack:
+            cpumode = e.misc & CPUMODE_MASK
+            ip_is_user = cpumode == CPUMODE_USER or (cpumode == 0 and not in_kernel)
+            for addr, is_kernel in callchain_frames(e.callchain, e.ip, ip_is_user, e.branch_stack):
+                frames.append(sym.frame(kernel if is_kernel else proc, addr, is_kernel))
+        guessed = 0
+        if e.regs_abi and e.stack is not None and len(e.stack) and self.unwinder is not None:
+            guessed = self._unwind(e, proc, frames)
+        if not frames:
+            frames.append(sym.frame(kernel if in_kernel else proc, e.ip, in_kernel))
+        attrs = self.attrs
+        if e.read_values:
+            values = [(attrs.attribute_id(i), v) for v, i in e.read_values]
+        else:
+            values = [(attrs.attribute_id(e.id or 0), e.period or 0)]
+        if e.attr.type == TRACEPOINT:
+            self.writer.tracepoint_sample(e.pid, e.tid, e.time, e.cpu, frames, guessed, values,
+                                          e.attr.config, ())
+        else:
+            self.writer.sample(e.pid, e.tid, e.time, e.cpu, frames, guessed, values)
+
+    def _kernel_range_check(self, ip: int) -> bool:
+        space = self.session.kernel.space
+        if not len(space):
+            return False
+        maps = list(space)
+        return maps[0].start <= ip < maps[-1].end
+
+    def _unwind(self, e, proc, frames: list[int]) -> int:
+        unwind, cfi_for = self.unwinder
+        if proc.first_image is None:
+            return 0
+        space = proc.space
+
+        def module_at(pc: int):
+            m = space.find(pc)
+            if m is None or m.image is None:
+                return None
+            key = id(m.image)
+            cfi = self._cfi.get(key, False)
+            if cfi is False:
+                cfi = self._cfi[key] = cfi_for(m.image)
+            return m.image, m.bias, cfi
+
+        kernel_maps = list(self.session.kernel.space)
+        kernel_range = (kernel_maps[0].start, kernel_maps[-1].end) if kernel_maps else (0, 0)
+        addrs, first_guessed = unwind(self.arch, e.regs_abi, e.regs, e.attr.sample_regs_user,
+                                      e.stack, module_at, proc.history,
+                                      self.options.max_frames, kernel_range)
+        frame = self.symbolizer.frame
+        frames.extend(frame(proc, addr, False) for addr in addrs)
+        return min(255, max(0, len(addrs) - first_guessed))
+
+
+def _load_unwinder():
+    try:
+        from .elf.cfi import Cfi
+        from .unwind.dwarf import unwind
+    except ImportError:  # pragma: no cover - DWARF unwinding not available in this build
+        return None
+    return unwind, Cfi.for_image
+
+
+def run(options, out) -> int:
+    """Process one input according to `options`, writing to the binary stream `out`."""
+    from .elf.finder import ElfFinder
+    from .flavour import choose_flavour
+    from .perfdata.reader import PerfReader
+    from .protocol import StreamWriter
+    from .source import open_source
+
+    stats_mode = options.print_stats
+    writer = StreamWriter(out, choose_flavour(options.protocol, os.environ))
+    if not stats_mode:
+        writer.header()
+        writer.flush()
+    emitter = Emitter(writer)
+    attrs = AttributeTable(None if stats_mode else emitter)
+    debug_paths = options.debug
+    if debug_paths is None:
+        debug_paths = options.sysroot + "/usr/lib/debug:" + os.path.expanduser("~/.debug") + ":.debug"
+    finder = ElfFinder(
+        app=options.app,
+        extra=[p for p in options.extra.split(":") if p],
+        sysroot=options.sysroot,
+        debug_paths=[p for p in debug_paths.split(":") if p],
+        build_ids={},
+    )
+    sink = Sink(options, emitter, attrs, finder)
+    queue = EventQueue(None if stats_mode else sink, options.buffer_size, options.max_buffer_size)
+    arch_name = options.arch or _host_arch()
+    code = 0
+    try:
+        source = open_source(options.input, options.host, options.port)
+        reader = PerfReader(source)
+        for e in reader.events():
+            kind = type(e)
+            if kind is ev.SampleEvent:
+                queue.add(SAMPLE, e.time, e.size, e)
+            elif kind is ev.MmapEvent:
+                queue.add(MMAP, e.time, e.size, e)
+            elif kind is ev.CommEvent:
+                comm_id = -1 if stats_mode else emitter.string(e.comm)
+                queue.add(TASK, e.time, e.size, (e, comm_id))
+            elif kind in (ev.ForkEvent, ev.ExitEvent, ev.LostEvent, ev.SwitchEvent):
+                queue.add(TASK, e.time, e.size, (e,))
+            elif kind is ev.FinishedRoundEvent:
+                queue.finished_round()
+            elif kind is ev.ProgressEvent:
+                if not stats_mode:
+                    writer.progress(e.fraction)
+            elif kind is ev.AttrEvent:
+                attrs.register(e.attr, e.name or generated_name(e.attr), e.ids)
+                if e.attr.type == TRACEPOINT:
+                    queue.tracepoint_registered()
+            elif kind is ev.FeaturesEvent:
+                f = e.features
+                if f.arch:
+                    arch_name = f.arch.decode("ascii", "replace")
+                finder.build_ids.update({fn: bid for _pid, bid, fn in f.build_ids})
+                queue.perf_version(f.version)
+                if not stats_mode:
+                    writer.features(_features_message(f, arch_name))
+            elif kind is ev.DataStartEvent:
+                code = _check_arch(arch_name, sink)
+                if code:
+                    break
+    except PerfDataError as err:
+        print(f"perfparser: {err}", file=sys.stderr)
+        code = err.exit_code
+    if code == 0 and sink.unwinder is None:
+        _check_arch(arch_name, sink)  # pipe mode: no DataStartEvent
+    queue.finish()
+    if stats_mode:
+        out.write(queue.stats.render().encode())
+    writer.flush()
+    out.flush()
+    return code
+
+
+def _check_arch(arch_name: str, sink: Sink) -> int:
+    family = architecture(arch_name)
+    if family is None:
+        # Upstream aborts (exit 6); we keep going with frame pointers only (expected_differences)
+        print(f"perfparser: no DWARF unwinding support for architecture {arch_name!r}; "
+              "using frame-pointer call chains only", file=sys.stderr)
+        return 0
+    sink.arch = {"x86": "x86_64", "aarch64": "aarch64", "arm": "arm"}.get(family, arch_name)
+    if family in ("x86", "aarch64", "arm"):
+        sink.unwinder = _load_unwinder()
+    return 0
+
+
+def _features_message(f, arch_name: str):
+    from .protocol import BuildId, Features, GroupDesc, NumaNode, Pmu
+
+    return Features(
+        host_name=f.hostname,
+        os_release=f.osrelease,
+        version=f.version,
+        arch=f.arch if f.arch is not None else arch_name.encode(),
+        nr_cpus_online=f.nrcpus_online or 0,
+        nr_cpus_available=f.nrcpus_avail or 0,
+        cpu_desc=f.cpudesc,
+        cpu_id=f.cpuid,
+        total_mem=f.total_mem or 0,
+        cmdline=list(f.cmdline),
+        build_ids=[BuildId(*b) for b in f.build_ids],
+        sibling_cores=list(f.sibling_cores),
+        sibling_threads=list(f.sibling_threads),
+        numa_topology=[NumaNode(*n) for n in f.numa_nodes],
+        pmu_mappings=[Pmu(*p) for p in f.pmu_mappings],
+        group_descs=[GroupDesc(*g) for g in f.group_descs],
+    )

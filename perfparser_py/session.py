@@ -1,0 +1,172 @@
+"""Processes and their address spaces, rebuilt from FORK / COMM / EXIT / MMAP records.
+
+The rules (DESIGN.md decision 6) are what the kernel did, not what upstream perfparser does:
+* a FORK that perf synthesized for an already running process (time 0, FORK_EXEC misc bit,
+  or a child that already has mappings) only creates the process; it never replaces the
+  child's maps with the parent's (upstream bug, hotspot #783);
+* a real fork copies the parent's maps; the child's own later mmaps override them;
+* an exec (COMM with COMM_EXEC for the main thread) drops every user mapping;
+* a mapping replaces whatever it overlaps (the overlapped parts of older mappings survive
+  as fragments).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+
+MISC_COMM_EXEC = 0x2000  # PERF_RECORD_MISC_COMM_EXEC
+MISC_FORK_EXEC = 0x2000  # PERF_RECORD_MISC_FORK_EXEC (same bit, other record type)
+KERNEL_PID = -1
+
+
+def is_special(path: bytes) -> bool:
+    """Mappings with no file behind them (SEMANTICS §7.2)."""
+    return (
+        not path
+        or (path.startswith(b"[") and b"]" in path)
+        or path.startswith((b"/dev/", b"/memfd:", b"/SYSV", b"/anon_hugepage"))
+        or path == b"//anon"
+    )
+
+
+class Mapping:
+    """One mapped range. `image`/`bias` are set when the ELF file was found locally."""
+
+    __slots__ = ("base", "bias", "end", "image", "local", "path", "pgoff", "start")
+
+    def __init__(self, start, end, pgoff, path, local, image, bias, base):
+        self.start = start
+        self.end = end
+        self.pgoff = pgoff
+        self.path = path  # bytes, as recorded
+        self.local = local  # str | None: the local candidate path (actualPath)
+        self.image = image  # ElfImage | None
+        self.bias = bias  # runtime address = ELF vaddr + bias
+        self.base = base  # start of the file's pgoff-0 piece, else start (elfStart)
+
+    def piece(self, start: int, end: int) -> Mapping:
+        return Mapping(start, end, self.pgoff + (start - self.start), self.path, self.local,
+                       self.image, self.bias, self.base)
+
+    @property
+    def binary(self) -> bytes:
+        return b"" if is_special(self.path) else os.path.basename(self.path)
+
+
+class AddressSpace:
+    """Non-overlapping mappings sorted by start address."""
+
+    __slots__ = ("_maps", "_starts")
+
+    def __init__(self, maps: list[Mapping] | None = None) -> None:
+        self._maps = list(maps or ())
+        self._starts = [m.start for m in self._maps]
+
+    def copy(self) -> AddressSpace:
+        return AddressSpace(self._maps)
+
+    def __len__(self) -> int:
+        return len(self._maps)
+
+    def __iter__(self):
+        return iter(self._maps)
+
+    def find(self, addr: int) -> Mapping | None:
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i >= 0:
+            m = self._maps[i]
+            if addr < m.end:
+                return m
+        return None
+
+    def base_for(self, path: bytes, start: int) -> int:
+        """Start of the nearest pgoff-0 piece of the same file below `start`, else `start`."""
+        i = bisect.bisect_right(self._starts, start) - 1
+        while i >= 0:
+            m = self._maps[i]
+            if m.path == path and m.pgoff == 0:
+                return m.start
+            i -= 1
+        return start
+
+    def insert(self, new: Mapping) -> bool:
+        """Insert `new`, cutting what it overlaps. Returns True if anything was replaced."""
+        maps, starts = self._maps, self._starts
+        lo = bisect.bisect_right(starts, new.start) - 1
+        if lo < 0 or maps[lo].end <= new.start:
+            lo += 1
+        hi = lo
+        keep: list[Mapping] = []
+        while hi < len(maps) and maps[hi].start < new.end:
+            old = maps[hi]
+            if old.start < new.start:
+                keep.append(old.piece(old.start, new.start))
+            if old.end > new.end:
+                keep.append(old.piece(new.end, old.end))
+            hi += 1
+        replaced = hi > lo
+        pieces = sorted([*keep, new], key=lambda m: m.start)
+        maps[lo:hi] = pieces
+        starts[lo:hi] = [m.start for m in pieces]
+        return replaced
+
+
+class Process:
+    """Per-process state: address space, caches and unwinding history."""
+
+    __slots__ = ("cache", "first_image", "history", "perf_map", "pid", "space")
+
+    def __init__(self, pid: int, space: AddressSpace | None = None) -> None:
+        self.pid = pid
+        self.space = space if space is not None else AddressSpace()
+        self.first_image = None  # first ELF mapped: picks the unwinder's machine
+        self.cache: dict[int, int] = {}  # ip -> location id for addresses outside mappings
+        self.history: dict[int, int] = {}  # stack words seen in earlier samples
+        self.perf_map = None  # PerfMap | None, opened lazily by the symbolizer
+
+    def changed(self) -> None:
+        self.cache.clear()
+
+
+class Session:
+    """All processes, plus the kernel's address space under pid -1."""
+
+    def __init__(self) -> None:
+        self.processes: dict[int, Process] = {}
+        self.kernel = Process(KERNEL_PID)
+
+    def process(self, pid: int) -> Process:
+        if pid == KERNEL_PID:
+            return self.kernel
+        proc = self.processes.get(pid)
+        if proc is None:
+            proc = self.processes[pid] = Process(pid)
+        return proc
+
+    def fork(self, pid: int, ppid: int, time: int, misc: int) -> None:
+        if pid == ppid:
+            return  # a new thread shares its process's state
+        child = self.processes.get(pid)
+        synthesized = time == 0 or misc & MISC_FORK_EXEC or (child is not None and len(child.space))
+        if synthesized:
+            self.process(pid)
+            return
+        parent = self.processes.get(ppid)
+        child = self.processes[pid] = Process(pid, parent.space.copy() if parent else None)
+        if parent is not None:
+            child.first_image = parent.first_image
+
+    def exec(self, pid: int) -> None:
+        """The process image was replaced: nothing mapped before survives."""
+        self.processes[pid] = Process(pid)
+
+    def exit(self, pid: int) -> None:
+        self.processes.pop(pid, None)
+
+    def add_mapping(self, pid: int, mapping: Mapping) -> None:
+        proc = self.process(pid)
+        if mapping.image is not None and proc.first_image is None:
+            proc.first_image = mapping.image
+        if proc.space.insert(mapping):
+            proc.changed()

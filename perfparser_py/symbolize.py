@@ -1,0 +1,190 @@
+"""Address -> location id: symbols, DWARF lines and inline chains, kallsyms, perf maps.
+
+The shape of what is emitted for one frame follows PROTOCOL.md §6 and SEMANTICS §10: a leaf
+location for the address whose parent chain ends in a function location carrying the
+SymbolDefinition. Results are cached so the cost grows with unique addresses: per mapped
+file and file-relative address across all processes, per process for unmapped addresses.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .elf.finder import normalize_path
+from .elf.image import ElfImage
+from .emit import Emitter
+from .session import KERNEL_PID, Mapping, Process
+
+try:  # the DWARF readers are optional: without them frames get ELF symbols only
+    from .elf.dwarf import DwarfInfo
+except ImportError:  # pragma: no cover - only while the DWARF module is absent
+    DwarfInfo = None
+
+
+class Symbolizer:
+    def __init__(self, emitter: Emitter, kallsyms_path: str, perf_map_path: str | None) -> None:
+        self.emit = emitter
+        self._shared: dict[tuple[bytes, int], int] = {}  # (path, ip - base) -> location id
+        self._kallsyms_path = kallsyms_path
+        self._kallsyms = None
+        self._kallsyms_failed = False
+        self._perf_map_path = perf_map_path
+        self._dwarf: dict[int, object] = {}  # id(image) -> DwarfInfo | None
+
+    # -- entry point ---------------------------------------------------------------------
+    def frame(self, proc: Process, ip: int, is_kernel: bool) -> int:
+        mapping = proc.space.find(ip)
+        if mapping is not None:
+            key = (mapping.path, ip - mapping.base)
+            lid = self._shared.get(key)
+            if lid is None:
+                lid = self._shared[key] = self._resolve(proc, mapping, ip, is_kernel)
+            return lid
+        lid = proc.cache.get(ip)
+        if lid is None:
+            lid = proc.cache[ip] = self._resolve(proc, None, ip, is_kernel)
+        return lid
+
+    # -- one address (SEMANTICS §10.2 - §10.9) -------------------------------------------
+    def _resolve(self, proc: Process, m: Mapping | None, ip: int, is_kernel: bool) -> int:
+        emit = self.emit
+        pid = proc.pid
+        if m is not None:
+            binary = emit.string(m.binary)
+            path = emit.string(m.path)
+            actual = emit.string(normalize_path(m.local)) if m.local else -1
+        else:
+            binary = path = actual = -1
+        image = m.image if m is not None else None
+        if image is not None:
+            return self._in_image(image, m, ip, pid, is_kernel, binary, path, actual)
+        # no ELF: kallsyms for the kernel, the perf-PID.map for user space
+        hit = self._kernel_symbol(ip) if proc.pid == KERNEL_PID else self._jit_symbol(proc, ip)
+        name = -1
+        if hit is not None:
+            start, sym_name, module = hit
+            name_bytes = sym_name
+            if module:
+                binary = emit.string(module)
+        else:
+            # a kallsyms miss has no start; a user frame without symbols points at its mapping
+            start = m.base if m is not None and not is_kernel else 0
+            name_bytes = None
+        parent = emit.location(start, 0, -1, pid, 0, 0, -1, path)
+        if not emit.has_symbol(parent):
+            name = emit.string(name_bytes)
+            emit.symbol(parent, name, binary, path, is_kernel, 0, 0, actual, False)
+        return emit.location(ip, 0, -1, pid, 0, 0, parent, path)
+
+    def _in_image(self, image: ElfImage, m: Mapping, ip, pid, is_kernel, binary, path, actual):
+        emit = self.emit
+        bias = m.bias
+        x = ip - bias
+        sym = image.symbol_at(x)
+        if sym is None:
+            # no ELF symbol: the address is its own function location (PROTOCOL §6.2)
+            lid = emit.location(ip, 0, -1, pid, 0, 0, -1, path)
+            if not emit.has_symbol(lid):
+                name = emit.string(image.fallback_name(x))
+                emit.symbol(lid, name, binary, path, is_kernel, 0, 0, actual, False)
+            return lid
+        sym_name, start, size = sym
+        name = sym_name
+        fn_addr = ip - (x - start)
+        file = -1
+        line = column = 0
+        fn_file, fn_line, fn_column = -1, 0, 0
+        parent = -1
+        dwarf = self._dwarf_for(image)
+        if dwarf is not None:
+            row = dwarf.line_at(x)
+            if row is not None:
+                file = emit.string(row[0])
+                line, column = row[1], row[2]
+            scopes = dwarf.scopes_at(x)
+            if scopes is not None:
+                sub, inlined = scopes
+                inner = inlined[-1] if inlined else sub
+                if inner.name:
+                    name = inner.name
+                fn_addr = bias + (inner.entry_pc or 0)
+                fn_file = emit.string(inner.decl_file)
+                fn_line, fn_column = inner.decl_line, inner.decl_column
+                parent = emit.existing_location((fn_addr, 0, fn_file, pid, fn_line, fn_column, path))
+                if inlined and (parent == -1 or not emit.has_symbol(parent)):
+                    parent = self._inline_chain(
+                        sub, inlined, bias, x, pid, sym, binary, path, is_kernel, actual
+                    )
+        if parent == -1:
+            parent = emit.location(fn_addr, 0, fn_file, pid, fn_line, fn_column, -1, path)
+        if not emit.has_symbol(parent):
+            emit.symbol(parent, emit.string(name), binary, path, is_kernel, start, size, actual,
+                        False)
+        return emit.location(ip, x, file, pid, line, column, parent, path)
+
+    def _inline_chain(self, sub, inlined, bias, rel, pid, sym, binary, path, is_kernel, actual):
+        """Locations and symbols for a subprogram and its inlined scopes (SEMANTICS §10.4)."""
+        emit = self.emit
+        _, start, size = sym
+        entry = bias + (sub.entry_pc or 0)
+        loc = emit.location(entry, rel, emit.string(sub.decl_file), pid, sub.decl_line,
+                            sub.decl_column, -1, path)
+        emit.symbol(loc, emit.string(sub.name or sym[0]), binary, path, is_kernel, start, size,
+                    actual, False)
+        for scope in inlined:
+            entry = bias + (scope.entry_pc or 0)
+            site = emit.location(entry, 0, emit.string(scope.call_file), pid, scope.call_line,
+                                 scope.call_column, loc, path)
+            loc = emit.location(entry, rel, emit.string(scope.decl_file), pid, scope.decl_line,
+                                scope.decl_column, site, path)
+            emit.symbol(loc, emit.string(scope.name), binary, path, is_kernel, start, size,
+                        actual, True)
+        return loc
+
+    def _dwarf_for(self, image: ElfImage):
+        key = id(image)
+        try:
+            return self._dwarf[key]
+        except KeyError:
+            info = DwarfInfo.for_image(image) if DwarfInfo is not None else None
+            self._dwarf[key] = info
+            return info
+
+    # -- kernel and JIT ------------------------------------------------------------------
+    def _kernel_symbol(self, ip: int):
+        if self._kallsyms is None and not self._kallsyms_failed:
+            from .kernel import Kallsyms, KallsymsError
+
+            try:
+                self._kallsyms = Kallsyms.load(self._kallsyms_path)
+            except KallsymsError as err:
+                self._kallsyms_failed = True
+                message = f'Failed to parse kernel symbol mapping file "{self._kallsyms_path}": {err}'
+                print(f"PerfUnwind::InvalidKallsyms: {message}", file=sys.stderr)
+                self.emit.writer.error(3, message)
+        if self._kallsyms is None:
+            return None
+        hit = self._kallsyms.lookup(ip)
+        if hit is None or not hit[1]:
+            return None
+        return hit
+
+    def prepare(self, proc: Process) -> None:
+        """Before each sample: pick up lines appended to the process's perf-PID.map."""
+        perf_map = proc.perf_map
+        if perf_map is None:
+            from .jitmap import PerfMap
+
+            path = PerfMap.path_for(proc.pid, self._perf_map_path)
+            perf_map = proc.perf_map = PerfMap(path) if path else False
+        if perf_map:
+            perf_map.refresh()
+
+    def _jit_symbol(self, proc: Process, ip: int):
+        perf_map = proc.perf_map
+        if not perf_map:
+            return None
+        hit = perf_map.lookup(ip)
+        if hit is None:
+            return None
+        return hit[0], hit[1], ""

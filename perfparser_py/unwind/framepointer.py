@@ -1,0 +1,40 @@
+"""Frames from a sample's kernel-recorded callchain and LBR branch stack (SEMANTICS §11.2)."""
+
+from __future__ import annotations
+
+CONTEXT_HV = 2**64 - 32
+CONTEXT_KERNEL = 2**64 - 128
+CONTEXT_USER = 2**64 - 512
+CONTEXT_MAX = 2**64 - 4095  # values above are context markers
+
+
+def callchain_frames(callchain, ip: int, ip_is_user: bool, branch_stack) -> list[tuple[int, bool]]:
+    """(address, is_kernel) leaf first, context markers removed.
+
+    perf sometimes omits the leaf user frame: the sample ip is put in front of the first user
+    frame when it differs. Unlike upstream we only do that for a user-space sample ip (upstream
+    inserts a kernel ip as a bogus user frame, SEMANTICS §18 #16). With an LBR branch stack the
+    user part comes from the branches: callee of the newest branch, then every caller."""
+    frames: list[tuple[int, bool]] = []
+    kernel = False
+    user_seen = False
+    for addr in callchain:
+        if addr >= CONTEXT_MAX:
+            if addr == CONTEXT_KERNEL or addr == CONTEXT_HV:
+                kernel = True
+            elif addr == CONTEXT_USER:
+                kernel = False
+            else:
+                break  # guest contexts: not ours to resolve
+            continue
+        if not kernel:
+            if not user_seen and ip_is_user and addr != ip:
+                frames.append((ip, False))
+            if branch_stack:
+                break
+            user_seen = True
+        frames.append((addr, kernel))
+    if not kernel and branch_stack:
+        frames.append((branch_stack[0][1], False))
+        frames.extend((entry[0], False) for entry in branch_stack)
+    return frames

@@ -1,0 +1,82 @@
+"""Build small pipe-mode perf.data streams in code, for tests of exact record sequences.
+
+Layout facts from the perf.data format: a 16-byte pipe header, then records
+{type u32, misc u16, size u16, body}; attrs arrive as HEADER_ATTR records. Every record
+carries a sample_id trailer {pid, tid, time} (sample_type TID|TIME, sample_id_all set).
+"""
+
+from __future__ import annotations
+
+import struct
+
+IP, TID, TIME, CALLCHAIN, PERIOD = 1 << 0, 1 << 1, 1 << 2, 1 << 5, 1 << 8
+SAMPLE_ID_ALL = 1 << 18
+FREQ = 1 << 10
+CONTEXT_USER = 2**64 - 512
+
+REC_MMAP, REC_COMM, REC_EXIT, REC_FORK, REC_SAMPLE, REC_MMAP2 = 1, 3, 4, 7, 9, 10
+REC_FINISHED_ROUND, REC_HEADER_ATTR = 68, 64
+
+
+def _pad(data: bytes) -> bytes:
+    data += b"\0"
+    return data + b"\0" * (-len(data) % 8)
+
+
+class PipeWriter:
+    def __init__(self, sample_type: int = IP | TID | TIME | CALLCHAIN | PERIOD) -> None:
+        self.sample_type = sample_type
+        self.out = bytearray(b"PERFILE2" + struct.pack("<Q", 16))
+        # VER0 perf_event_attr: software cpu-clock, sampling period 1000
+        attr = struct.pack("<IIQQQQQIIQ", 1, 64, 0, 1000, sample_type, 0, SAMPLE_ID_ALL, 0, 0, 0)
+        self._record(REC_HEADER_ATTR, 0, attr + struct.pack("<Q", 1))
+
+    def _record(self, rtype: int, misc: int, body: bytes) -> None:
+        self.out += struct.pack("<IHH", rtype, misc, 8 + len(body)) + body
+
+    def _trailer(self, pid: int, tid: int, time: int) -> bytes:
+        return struct.pack("<IIQ", pid & 0xFFFFFFFF, tid & 0xFFFFFFFF, time)
+
+    def comm(self, pid: int, tid: int, name: bytes, time: int, exec_: bool = False) -> None:
+        body = struct.pack("<ii", pid, tid) + _pad(name) + self._trailer(pid, tid, time)
+        self._record(REC_COMM, 0x2000 if exec_ else 0, body)
+
+    def fork(self, pid: int, ppid: int, time: int, tid: int | None = None) -> None:
+        tid = pid if tid is None else tid
+        body = struct.pack("<iiiiQ", pid, ppid, tid, ppid, time) + self._trailer(pid, tid, time)
+        self._record(REC_FORK, 0, body)
+
+    def exit(self, pid: int, time: int) -> None:
+        body = struct.pack("<iiiiQ", pid, pid, pid, pid, time) + self._trailer(pid, pid, time)
+        self._record(REC_EXIT, 0, body)
+
+    def mmap2(self, pid: int, addr: int, length: int, pgoff: int, path: bytes, time: int,
+              prot: int = 5) -> None:
+        body = (
+            struct.pack("<iiQQQIIQQII", pid, pid, addr, length, pgoff, 0, 0, 0, 0, prot, 2)
+            + _pad(path)
+            + self._trailer(pid, pid, time)
+        )
+        self._record(REC_MMAP2, 0x2, body)  # misc: user
+
+    def sample(self, pid: int, tid: int, time: int, ip: int, callchain: list[int] | None = None,
+               period: int = 1000) -> None:
+        body = b""
+        if self.sample_type & IP:
+            body += struct.pack("<Q", ip)
+        if self.sample_type & TID:
+            body += struct.pack("<II", pid, tid)
+        if self.sample_type & TIME:
+            body += struct.pack("<Q", time)
+        if self.sample_type & PERIOD:
+            body += struct.pack("<Q", period)
+        if self.sample_type & CALLCHAIN:
+            chain = [CONTEXT_USER, *(callchain if callchain is not None else [ip])]
+            body += struct.pack(f"<Q{len(chain)}Q", len(chain), *chain)
+        self._record(REC_SAMPLE, 0x2, body)
+
+    def finished_round(self) -> None:
+        self._record(REC_FINISHED_ROUND, 0, b"")
+
+    def data(self) -> bytes:
+        return bytes(self.out)

@@ -1,0 +1,121 @@
+"""Process address spaces: the `perf record -a` fork bug, fork + exec, PT_LOAD placement.
+
+Each test builds its binaries with gcc and a pipe-mode perf.data in code (tests/synth.py),
+runs the parser and checks which symbol and binary each sample resolves to.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.corpus.expect import decode, run_parser
+from tests.synth import PipeWriter
+
+BASE = 0x555555554000
+LIB = 0x7F0000000000
+
+
+def _build(tmp: Path, name: str, source: str, *flags: str) -> tuple[Path, dict[str, int]]:
+    src = tmp / f"{name}.c"
+    src.write_text(source)
+    exe = tmp / name
+    subprocess.run(["gcc", "-O1", "-g", *flags, "-o", str(exe), str(src)], check=True)
+    nm = subprocess.run(["nm", str(exe)], check=True, capture_output=True, text=True).stdout
+    syms = {}
+    for line in nm.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            syms[parts[2]] = int(parts[0], 16)
+    return exe, syms
+
+
+@pytest.fixture(scope="module")
+def binaries(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bins")
+    child = _build(tmp, "childprog", "int child_spin(int n){return n*3;}\nint main(){return child_spin(1);}\n")
+    parent = _build(tmp, "parentprog", "int parent_work(int n){return n+1;}\nint main(){return parent_work(1);}\n")
+    return tmp, child, parent
+
+
+def _symbols_of(data: bytes, app: Path) -> list[tuple[int, str | None, str | None]]:
+    inp = app / "in.data"
+    inp.write_bytes(data)
+    res = run_parser(["--input", str(inp), "--app", str(app), "--kallsyms", "/dev/null"], timeout=60)
+    assert res.returncode == 0, res.stderr.decode()
+    samples, _ = decode(res.stdout)
+    return [(s.pid, s.frames[0].sym, s.frames[0].dso) for s in samples]
+
+
+def test_synthesized_fork_keeps_childs_own_maps(binaries):
+    """perf -a: the child's time-0 MMAP2s come first, then its time-0 FORK from pid 1 whose
+    maps differ. Upstream replaces the child's maps with pid 1's; we must not."""
+    tmp, (child, csyms), (parent, psyms) = binaries
+    w = PipeWriter()
+    w.comm(1, 1, b"init", 0)
+    w.mmap2(1, BASE, 0x5000, 0, str(parent).encode(), 0)
+    w.mmap2(100, BASE, 0x5000, 0, str(child).encode(), 0)
+    w.fork(100, 1, 0)
+    w.comm(100, 100, b"childprog", 0)
+    w.finished_round()
+    for t in range(10, 60, 10):
+        w.sample(100, 100, t, BASE + csyms["child_spin"])
+        w.sample(1, 1, t + 1, BASE + psyms["parent_work"])
+    result = _symbols_of(w.data(), tmp)
+    assert [r for r in result if r[0] == 100] == [(100, "child_spin", "childprog")] * 5
+    assert [r for r in result if r[0] == 1] == [(1, "parent_work", "parentprog")] * 5
+
+
+def test_real_fork_inherits_then_exec_purges(binaries):
+    tmp, (child, csyms), (parent, psyms) = binaries
+    w = PipeWriter()
+    w.comm(200, 200, b"parentprog", 1)
+    w.mmap2(200, BASE, 0x5000, 0, str(parent).encode(), 1)
+    w.mmap2(200, LIB, 0x5000, 0, str(parent).encode(), 2)  # a second mapping, gone after exec
+    w.fork(201, 200, 100)
+    # before exec the child runs the parent's code (inherited maps)
+    w.sample(201, 201, 120, BASE + psyms["parent_work"])
+    w.comm(201, 201, b"childprog", 150, exec_=True)
+    w.mmap2(201, BASE, 0x5000, 0, str(child).encode(), 150)
+    w.sample(201, 201, 200, BASE + csyms["child_spin"])
+    w.sample(201, 201, 210, LIB + psyms["parent_work"])  # stale inherited mapping: purged
+    w.sample(200, 200, 220, LIB + psyms["parent_work"])  # the parent keeps it
+    result = _symbols_of(w.data(), tmp)
+    assert result == [
+        (201, "parent_work", "parentprog"),
+        (201, "child_spin", "childprog"),
+        (201, None, None),
+        (200, "parent_work", "parentprog"),
+    ]
+
+
+def test_pt_load_with_distinct_offset_deltas(tmp_path):
+    """A mapping is placed by the PT_LOAD covering its pgoff, not at addr - pgoff.
+
+    The linker script puts .text at a file offset whose delta to its vaddr differs from the
+    first segment's, as lld/mold layouts do; the executable mapping is recorded alone."""
+    src = tmp_path / "split.c"
+    src.write_text("int hot(int n){return n*5;}\nint main(){return hot(2);}\n")
+    exe = tmp_path / "split"
+    subprocess.run(["gcc", "-O1", "-g", "-Wl,-z,separate-code", "-Wl,-z,max-page-size=0x1000",
+                    "-Wl,--section-start=.text=0x7000", "-pie", "-fpie", "-o", str(exe), str(src)],
+                   check=True)
+    from perfparser_py.elf.image import ElfImage
+
+    image = ElfImage.open(str(exe))
+    deltas = {off - vaddr for vaddr, _memsz, off, _filesz in image.segments}
+    assert len(deltas) > 1, "test binary must have PT_LOADs with different offset deltas"
+    nm = subprocess.run(["nm", str(exe)], check=True, capture_output=True, text=True).stdout
+    hot = next(int(line.split()[0], 16) for line in nm.splitlines() if line.endswith(" hot"))
+    seg = next(s for s in image.segments if s[0] <= hot < s[0] + s[1])
+    vaddr, memsz, off, _ = seg
+    page = vaddr & ~0xFFF
+    pgoff = off - (vaddr - page)
+    w = PipeWriter()
+    w.comm(300, 300, b"split", 1)
+    w.mmap2(300, BASE + page, (memsz + 0xFFF) & ~0xFFF, pgoff, str(exe).encode(), 1)
+    w.sample(300, 300, 10, BASE + hot)
+    result = _symbols_of(w.data(), tmp_path)
+    assert result == [(300, "hot", "split")]
