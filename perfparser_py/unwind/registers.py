@@ -1,0 +1,56 @@
+"""Per-architecture register tables for DWARF unwinding (SEMANTICS §11.3, §11.5).
+
+A `RegTable` maps perf's user-register numbering (the order of `sample_regs_user` bits) to
+DWARF register numbers and names the stack pointer, instruction pointer, return-address
+column and word size of one architecture/ABI.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class RegTable(NamedTuple):
+    name: str
+    dwarf_from_perf: tuple[int, ...]  # DWARF register i <- perf register dwarf_from_perf[i]
+    sp_perf: int
+    ip_perf: int
+    sp_dwarf: int
+    ip_dwarf: int
+    ra_dwarf: int  # return-address column CIEs of this arch normally use
+    word: int  # bytes per stack word
+    zero_dwarf: tuple[int, ...] = ()  # DWARF registers preset to 0
+
+
+X86 = RegTable("x86", (0, 2, 3, 1, 7, 6, 4, 5, 8), 7, 8, 4, 8, 8, 4)
+X86_64 = RegTable("x86_64", (0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 8),
+                  7, 8, 7, 16, 16, 8)
+ARM = RegTable("arm", tuple(range(16)), 13, 15, 13, 15, 14, 4)
+AARCH64 = RegTable("aarch64", tuple(range(33)), 31, 32, 31, 32, 30, 8, tuple(range(72, 80)))
+
+
+def arch_family(name: str) -> str | None:
+    """Architecture family for an `--arch` / perf header arch string, None if unsupported."""
+    if name in ("aarch64", "arm64"):
+        return "aarch64"
+    if name.startswith("arm"):
+        return "arm"
+    for prefix in ("powerpc", "s390", "sh", "sparc", "mips"):
+        if name.startswith(prefix):
+            return prefix
+    if name.startswith("x86") or name in ("i386", "i486", "i586", "i686", "i786", "amd64"):
+        return "x86"
+    return None
+
+
+def table_for(arch: str, abi: int) -> RegTable | None:
+    """Register table for an architecture family (or raw arch name) and perf sample ABI
+    (1 = 32-bit, 2 = 64-bit); None where DWARF unwinding is not supported."""
+    family = arch_family(arch)
+    if family == "x86":
+        return X86_64 if abi == 2 else X86 if abi == 1 else None
+    if family == "arm":
+        return ARM
+    if family == "aarch64":
+        return AARCH64
+    return None

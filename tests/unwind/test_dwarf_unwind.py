@@ -1,0 +1,261 @@
+"""DWARF unwinder: the recorded 'dwarf' corpus case end to end, plus synthetic stacks for
+x86 (32-bit), arm and aarch64, guessed frames, limits and hostile input."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from perfparser_py.elf.cfi import (
+    CFA_EXPR,
+    CFA_REG,
+    EXPR,
+    OFFSET,
+    UNDEF,
+    VAL_OFFSET,
+    Cfi,
+    Row,
+)
+from perfparser_py.elf.image import ElfImage
+from perfparser_py.unwind.dwarf import unwind
+from perfparser_py.unwind.registers import arch_family, table_for
+
+from . import perfdata_mini
+
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
+
+
+def _address_space(case: str, binary: str, mmaps):
+    local = {m.filename: CORPUS / "sysroot" / m.filename.lstrip("/") for m in mmaps}
+    mods = {}
+    for m in mmaps:
+        if not m.filename.startswith("/usr/") and not m.filename.endswith("/" + binary):
+            continue
+        if m.filename in mods:
+            continue
+        path = CORPUS / "recorded" / case / binary if m.filename.endswith(binary) else local[m.filename]
+        image = ElfImage.open(str(path))
+        assert image is not None, path
+        bias = image.load_bias(m.addr, m.pgoff)
+        lo, hi = image.span()
+        mods[m.filename] = (lo + bias, hi + bias, image, bias, Cfi.for_image(image))
+
+    def module_at(addr: int):
+        for lo, hi, image, bias, cfi in mods.values():
+            if lo <= addr < hi:
+                return image, bias, cfi
+        return None
+
+    return module_at
+
+
+def test_recorded_dwarf_case_unwinds_full_chain() -> None:
+    mask, samples, mmaps = perfdata_mini.read(str(CORPUS / "recorded" / "dwarf" / "perf.data"))
+    module_at = _address_space("dwarf", "hotloop", mmaps)
+
+    def name(addr: int) -> str | None:
+        mod = module_at(addr)
+        sym = mod[0].symbol_at(addr - mod[1]) if mod else None
+        return sym[0] if sym else None
+
+    prefix = ["work::spin_inner(int)", "work::level2(int)", "level1(int)", "main"]
+    history: dict[int, int] = {}
+    selected = matching = 0
+    for s in samples:
+        frames, guessed = unwind("x86_64", s.abi, s.regs, mask, s.stack, module_at, history, 1024)
+        assert 0 <= guessed <= len(frames)
+        assert frames and frames[0] == s.ip
+        names = [name(a) for a in frames]
+        if names[0] != prefix[0]:
+            continue
+        selected += 1
+        if names[:4] == prefix and names[-1] == "_start" and guessed == len(frames):
+            matching += 1
+    assert selected >= 150
+    assert matching >= 0.95 * selected
+    assert history  # stack words are remembered for later samples
+
+
+def test_max_frames_limits_and_resets_guessed() -> None:
+    mask, samples, mmaps = perfdata_mini.read(str(CORPUS / "recorded" / "dwarf" / "perf.data"))
+    module_at = _address_space("dwarf", "hotloop", mmaps)
+    s = samples[10]
+    frames, guessed = unwind("x86_64", s.abi, s.regs, mask, s.stack, module_at, {}, 1)
+    assert len(frames) == 2 and guessed == 2
+
+
+# ---------------------------------------------------------------- synthetic stacks
+
+
+class _Cfi:
+    """CFI stand-in: one row per [lo, hi) range."""
+
+    def __init__(self, rows: list[Row]) -> None:
+        self.rows = rows
+
+    def row(self, vaddr: int):
+        for r in self.rows:
+            if r.lo <= vaddr < r.hi:
+                return r
+        return None
+
+
+class _Image:
+    def __init__(self, base: int = 0, data: bytes = b"") -> None:
+        self.base, self.data = base, data
+
+    def read(self, vaddr: int, size: int):
+        off = vaddr - self.base
+        if 0 <= off and off + size <= len(self.data):
+            return self.data[off:off + size]
+        return None
+
+
+def _space(rows: list[Row], lo: int = 0x1000, hi: int = 0x9000, image=None):
+    cfi = _Cfi(rows)
+    image = image or _Image()
+
+    def module_at(addr: int):
+        return (image, 0, cfi) if lo <= addr < hi else None
+
+    return module_at
+
+
+def _words(fmt: str, *values: int) -> memoryview:
+    return memoryview(struct.pack(f"<{len(values)}{fmt}", *values))
+
+
+def test_aarch64_leaf_uses_lr_then_saved_frame() -> None:
+    # leaf (0x1000-0x1100): frameless, caller in LR. mid (0x2000-0x2100): CFA = sp+16,
+    # x29 at cfa-16, x30 at cfa-8. outer (0x3000-0x3100): return address undefined.
+    rows = [
+        Row((CFA_REG, 31, 0), {}, 30, False, 0x1000, 0x1100),
+        Row((CFA_REG, 31, 16), {29: (OFFSET, -16), 30: (OFFSET, -8)}, 30, False, 0x2000, 0x2100),
+        Row((CFA_REG, 31, 0), {30: (UNDEF, 0)}, 30, False, 0x3000, 0x3100),
+    ]
+    sp = 0x7000_0000
+    regs = [0] * 33
+    regs[29], regs[30], regs[31], regs[32] = 0x55, 0x2010, sp, 0x1004
+    stack = _words("Q", 0x66, 0x3020)
+    frames, guessed = unwind("aarch64", 2, tuple(regs), (1 << 33) - 1, stack, _space(rows),
+                             {}, -1)
+    assert frames == [0x1004, 0x200F, 0x301F]
+    assert guessed == 3
+
+
+def test_arm_clears_thumb_bit_and_uses_lr() -> None:
+    rows = [
+        Row((CFA_REG, 13, 8), {14: (OFFSET, -4), 11: (OFFSET, -8)}, 14, False, 0x1000, 0x1100),
+        Row((CFA_REG, 13, 0), {14: (UNDEF, 0)}, 14, False, 0x2000, 0x2100),
+    ]
+    sp = 0x8000
+    regs = list(range(16))
+    regs[13], regs[14], regs[15] = sp, 0x9999, 0x1010
+    stack = _words("I", 0x77, 0x2021)  # saved r11, saved lr (Thumb)
+    frames, _ = unwind("armv7l", 1, tuple(regs), 0xFFFF, stack, _space(rows), {}, -1)
+    assert frames == [0x1010, 0x201F]
+
+
+def test_i386_frames_and_module_memory_reads() -> None:
+    # f1: CFA = esp+4, eip at cfa-4. f2: CFA = ebp+8, ebp at cfa-8, eip at cfa-4.
+    # f3: eip read from module memory (DW_OP_drop; DW_OP_addr 0x5004). f4: outermost.
+    from_module = bytes([0x13, 0x03]) + struct.pack("<I", 0x5004)
+    rows = [
+        Row((CFA_REG, 4, 4), {8: (OFFSET, -4)}, 8, False, 0x1000, 0x1100),
+        Row((CFA_REG, 5, 8), {5: (OFFSET, -8), 8: (OFFSET, -4)}, 8, False, 0x2000, 0x2100),
+        Row((CFA_REG, 4, 4), {8: (EXPR, from_module)}, 8, False, 0x3000, 0x3050),
+        Row((CFA_REG, 4, 4), {8: (UNDEF, 0)}, 8, False, 0x3050, 0x3100),
+    ]
+    sp = 0xBF00_0000
+    # perf order: ax bx cx dx si di bp sp ip
+    regs = (1, 2, 3, 4, 5, 6, sp + 4, sp, 0x1020)
+    stack = _words("I", 0x2030, 0x1234, 0x3040)
+    image = _Image(0x5000, struct.pack("<II", 0, 0x3060))
+    frames, guessed = unwind("i686", 1, regs, 0x1FF, stack, _space(rows, image=image), {}, 16)
+    assert frames == [0x1020, 0x202F, 0x303F, 0x305F]
+    assert guessed == 4
+
+
+def test_guessed_frames_from_history() -> None:
+    rows = [Row((CFA_REG, 7, 8), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x4000)]
+    sp = 0x7FFF_0000
+    mask = (1 << 7) | (1 << 8)  # perf SP and IP only
+    # Stack copy holds only the first return address; the next word comes from history.
+    stack = _words("Q", 0x2000)
+    history = {sp + 8: 0x3000, sp + 16: 0}
+    frames, guessed = unwind("x86_64", 2, (sp, 0x1000), mask, stack, _space(rows),
+                             history, -1)
+    assert frames == [0x1000, 0x1FFF, 0x2FFF]
+    assert history[sp] == 0x2000
+    # pc == 0 ended the unwinding, which resets the guessed marker to the end
+    assert guessed == 3
+    # without the terminating zero, frames after the history read count as guessed
+    history = {sp + 8: 0x3000}
+    frames, guessed = unwind("x86_64", 2, (sp, 0x1000), mask, stack, _space(rows), history, -1)
+    assert frames == [0x1000, 0x1FFF, 0x2FFF]
+    assert guessed == 2
+
+
+def test_x86_64_plt_cfa_expression() -> None:
+    # glibc PLT: CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0)
+    expr = bytes([0x77, 8, 0x80, 0, 0x3F, 0x1A, 0x3B, 0x2A, 0x33, 0x24, 0x22])
+    rows = [
+        Row((CFA_EXPR, expr, 0), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100),
+        Row((CFA_REG, 7, 8), {16: (UNDEF, 0)}, 16, False, 0x2000, 0x2100),
+    ]
+    sp = 0x7FFF_0000
+    mask = (1 << 7) | (1 << 8)
+    stack = _words("Q", 0x2040, 0x2050)
+    frames, _ = unwind("x86_64", 2, (sp, 0x100B), mask, stack, _space(rows), {}, -1)
+    assert frames == [0x100B, 0x204F]  # (0x100B & 15) >= 11: CFA = rsp + 16
+    frames, _ = unwind("x86_64", 2, (sp, 0x1006), mask, stack, _space(rows), {}, -1)
+    assert frames == [0x1006, 0x203F]
+
+
+def test_signal_frame_lookup_is_exact() -> None:
+    rows = [
+        Row((CFA_REG, 7, 8), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100),
+        # trampoline: 'S' augmentation, CFA from a val_offset-style saved context
+        Row((CFA_REG, 7, 16), {16: (OFFSET, -8), 6: (VAL_OFFSET, 0)}, 16, True, 0x1FFF, 0x2010),
+        Row((CFA_REG, 7, 8), {16: (UNDEF, 0)}, 16, False, 0x3000, 0x3100),
+    ]
+    sp = 0x7FFF_0000
+    mask = (1 << 7) | (1 << 8)
+    stack = _words("Q", 0x2000, 0xBB, 0x3000)
+    frames, _ = unwind("x86_64", 2, (sp, 0x1010), mask, stack, _space(rows), {}, -1)
+    # the trampoline and the interrupted frame are activations: their pcs are not decremented
+    assert frames == [0x1010, 0x2000, 0x3000]
+
+
+@pytest.mark.parametrize("rows", [
+    [Row((CFA_REG, 7, 0), {16: (OFFSET, 0)}, 16, False, 0x1000, 0x1100)],  # CFA not increasing
+    [Row((CFA_REG, 7, 8), {16: (OFFSET, -8), 7: (VAL_OFFSET, -8)}, 16, False, 0x1000, 0x1100)],
+    [Row((CFA_EXPR, bytes([0x2F, 0xFD, 0xFF]), 0), {}, 16, False, 0x1000, 0x1100)],  # skip loop
+    [Row((CFA_REG, 99, 8), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100)],  # unknown register
+])
+def test_hostile_rows_terminate(rows: list[Row]) -> None:
+    sp = 0x7FFF_0000
+    stack = _words("Q", *([0x1010] * 8))
+    frames, guessed = unwind("x86_64", 2, (sp, 0x1010), (1 << 7) | (1 << 8), stack,
+                             _space(rows), {}, -1)
+    assert 1 <= len(frames) <= 3
+    assert guessed <= len(frames)
+
+
+def test_unsupported_arch_and_garbage_input() -> None:
+    assert unwind("ppc64le", 2, (1, 2), 3, memoryview(b""), lambda a: None, {}, -1) == ([], 0)
+    assert unwind("x86_64", 2, (), 0, memoryview(b""), lambda a: None, {}, -1) == ([], 0)
+    frames, _ = unwind("x86_64", 2, (0x10, 0x1234), 0x180, memoryview(b"\1\2\3"),
+                       lambda a: None, {}, -1)
+    assert frames == [0x1234]
+
+
+def test_register_tables() -> None:
+    assert arch_family("arm64") == "aarch64" and arch_family("armv7l") == "arm"
+    assert arch_family("i686") == "x86" and arch_family("riscv64") is None
+    assert table_for("x86", 2).dwarf_from_perf[:8] == (0, 3, 2, 1, 4, 5, 6, 7)
+    assert table_for("x86", 1).dwarf_from_perf == (0, 2, 3, 1, 7, 6, 4, 5, 8)
+    assert table_for("aarch64", 2).sp_perf == 31 and table_for("arm", 1).ip_perf == 15
+    assert table_for("mips", 2) is None
