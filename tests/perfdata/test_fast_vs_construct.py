@@ -1,0 +1,75 @@
+"""The hand-written decoders (fast.py) agree field for field with the construct declarations
+(records.py) on every hot record of every corpus file, compressed payloads included."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+import zstandard
+
+from perfparser_py.perfdata import PerfReader, records
+from perfparser_py.perfdata.fast import make_decoders
+from perfparser_py.source import open_source
+from tests.perfdata.perfdata_corpus import corpus_id, good_files
+
+HOT = {records.SAMPLE: "sample", records.MMAP: "mmap", records.MMAP2: "mmap2",
+       records.COMM: "comm", records.FORK: "fork", records.EXIT: "exit"}
+
+
+def raw_records(buf, big_endian: bool):
+    """(buffer, record offset, type, misc, size) of every record, decompressing on the way."""
+    e = ">" if big_endian else "<"
+    if struct.unpack_from(e + "Q", buf, 8)[0] == 16:
+        regions = [(buf, 16, len(buf))]
+    else:
+        off, size = struct.unpack_from(e + "QQ", buf, 40)
+        regions = [(buf, off, off + size)]
+    dctx = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+    pending = b""
+    while regions:
+        region, pos, end = regions.pop(0)
+        while pos + 8 <= end:
+            rtype, misc, size = struct.unpack_from(e + "IHH", region, pos)
+            if pos + size > end:
+                break
+            if rtype == records.COMPRESSED:
+                pending += dctx.decompress(bytes(region[pos + 8:pos + size]))
+                regions.insert(0, (memoryview(pending), 0, len(pending)))
+                regions.insert(1, (region, pos + size, end))
+                pending = b""
+                break
+            yield region, pos, rtype, misc, size
+            if rtype == records.HEADER_TRACING_DATA:
+                pos += struct.unpack_from(e + "I", region, pos + 8)[0]
+            pos += size
+        if region is not buf and pos < end:  # a record straddles into the next payload
+            pending = bytes(region[pos:end])
+
+
+@pytest.mark.parametrize("path", good_files(), ids=corpus_id)
+def test_fast_equals_construct(path):
+    reader = PerfReader(open_source(str(path), None, 0))
+    n_samples = sum(1 for e in reader.events() if type(e).__name__ == "SampleEvent")
+    buf = reader.source.buffer()
+    dec = make_decoders(reader.big_endian)
+    checked = {name: 0 for name in HOT.values()}
+    for region, pos, rtype, misc, size in raw_records(buf, reader.big_endian):
+        name = HOT.get(rtype)
+        if name is None:
+            continue
+        body, end = pos + 8, pos + size
+        if rtype == records.SAMPLE:
+            attr = reader._sample_attr(region, body, end)
+            fast = dec.sample(region, body, end, misc, size, attr)
+        else:
+            attr = None
+            fast = getattr(dec, name)(region, body, end, misc, size, reader._trailer)
+        slow = records.decode_record(rtype, misc, size, bytes(region[body:end]), attr,
+                                     reader._global)
+        assert type(fast) is type(slow)
+        for field in fast._fields:
+            assert getattr(fast, field) == getattr(slow, field), (field, pos)
+        checked[name] += 1
+    assert checked["sample"] == n_samples
+    assert checked["mmap"] + checked["mmap2"] > 0 and checked["comm"] > 0
