@@ -22,6 +22,10 @@ ET_EXEC = 2
 ET_DYN = 3
 PT_LOAD = 1
 PT_NOTE = 4
+PF_X = 1
+PF_W = 2
+PROT_WRITE = 2
+PROT_EXEC = 4
 SHT_SYMTAB = 2
 SHT_RELA = 4
 SHT_NOTE = 7
@@ -89,7 +93,7 @@ class ElfImage:
         self.build_id: bytes | None = None
         self.debuglink: tuple[str, int] | None = None
         self.segments: list[tuple[int, int, int, int]] = []
-        self._aligns: list[int] = []
+        self._flags: list[int] = []
         self._sections: list[_Section] = []
         self._by_name: dict[str, _Section] = {}
         self._section_cache: dict[str, tuple[int, memoryview] | None] = {}
@@ -174,12 +178,12 @@ class ElfImage:
         for i in range(phnum):
             f = struct.unpack_from(fmt, self._data, phoff + i * phentsize)
             if self.is_64:
-                ptype, _flags, off, vaddr, _paddr, filesz, memsz, align = f
+                ptype, flags, off, vaddr, _paddr, filesz, memsz, _align = f
             else:
-                ptype, off, vaddr, _paddr, filesz, memsz, _flags, align = f
+                ptype, off, vaddr, _paddr, filesz, memsz, flags, _align = f
             if ptype == PT_LOAD:
                 self.segments.append((vaddr, memsz, off, filesz))
-                self._aligns.append(align)
+                self._flags.append(flags)
             elif ptype == PT_NOTE:
                 self._notes_ph.append((off, filesz))
 
@@ -253,21 +257,31 @@ class ElfImage:
 
     # ------------------------------------------------------------------ layout
 
-    def load_bias(self, map_addr: int, map_pgoff: int) -> int | None:
+    def load_bias(self, map_addr: int, map_pgoff: int, prot: int | None = None) -> int | None:
         """Bias (runtime = vaddr + bias) for a mapping of file offset `map_pgoff` at `map_addr`.
 
         The PT_LOAD whose file range covers the offset decides, so split mappings of any
-        layout (separate-code, differing offset/vaddr deltas) agree on one bias.
+        layout (separate-code, differing offset/vaddr deltas) agree on one bias. Segments can
+        share a file page; then the mapping's `prot` (MMAP2 PROT_* bits, if known) picks one
+        by its exec/write bits, and a segment starting exactly at the offset wins.
         """
         if self.elf_type == ET_EXEC:
             return 0
         for page in _PAGE_SIZES:
             best = None
-            for vaddr, _memsz, off, filesz in self.segments:
-                if off & ~(page - 1) <= map_pgoff < off + filesz:
-                    # When two segments share a page, the one starting there is the mapping.
-                    if best is None or off > best[1]:
-                        best = (vaddr, off)
+            best_rank = None
+            for (vaddr, _memsz, off, filesz), flags in zip(self.segments, self._flags, strict=True):
+                first_page = off & ~(page - 1)
+                if not first_page <= map_pgoff < off + filesz:
+                    continue
+                if prot is not None and (
+                    bool(prot & PROT_EXEC) != bool(flags & PF_X)
+                    or (prot & PROT_WRITE and not flags & PF_W)
+                ):
+                    continue
+                rank = (off == map_pgoff, first_page == map_pgoff, off)
+                if best_rank is None or rank > best_rank:
+                    best, best_rank = (vaddr, off), rank
             if best is not None:
                 vaddr, off = best
                 return map_addr - (vaddr + map_pgoff - off)
@@ -409,7 +423,11 @@ class ElfImage:
         values, sizes, names = syms
         i = bisect.bisect_left(values, vaddr)
         if i < len(values) and values[i] == vaddr:
-            pass
+            # Section symbols (no name) share their address with the first function of the
+            # section; an exact hit takes the first named entry there.
+            n = len(values)
+            while not names[i] and i + 1 < n and values[i + 1] == vaddr:
+                i += 1
         elif i == 0:
             return None
         else:

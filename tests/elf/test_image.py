@@ -1,0 +1,258 @@
+"""ElfImage against nm/readelf/pyelftools/objdump on corpus and freshly built binaries."""
+
+from __future__ import annotations
+
+import random
+import re
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from perfparser_py.demangle import demangle
+from perfparser_py.elf.image import ElfImage
+
+
+def nm_symbols(path: Path) -> list[tuple[int, int, str, str]]:
+    """(value, size, type letter, name) of every defined symbol nm lists."""
+    out = subprocess.run(["nm", "--defined-only", "-S", str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    syms = []
+    for line in out.splitlines():
+        parts = line.split(maxsplit=3)
+        if len(parts) == 4:
+            syms.append((int(parts[0], 16), int(parts[1], 16), parts[2], parts[3]))
+        elif len(parts) == 3:
+            syms.append((int(parts[0], 16), 0, parts[1], parts[2]))
+    return syms
+
+
+def check_symbols_like_nm(image: ElfImage, nm_path: Path, samples: int = 200) -> int:
+    """Sampled functions resolve at their start, middle and just past their end."""
+    syms = nm_symbols(nm_path)
+    by_value: dict[int, set[str]] = {}
+    for value, _size, _t, name in syms:
+        # nm -D appends @VERSION; a .symtab name may contain it literally.
+        by_value.setdefault(value, set()).update({demangle(name), demangle(name.split("@")[0])})
+    values = sorted(by_value)
+    funcs = [s for s in syms if s[2] in "Tt" and s[1] > 0]
+    random.Random(1).shuffle(funcs)
+    checked = 0
+    for value, size, _t, name in funcs[:samples]:
+        hit = image.symbol_at(value)
+        assert hit is not None, name
+        assert hit[1] == value and hit[0] in by_value[value], (name, hit)
+        # Middle of the function, when no other symbol starts inside it.
+        i = values.index(value)
+        if i + 1 == len(values) or values[i + 1] >= value + size:
+            mid = image.symbol_at(value + size // 2)
+            assert mid is not None and mid[1] == value and mid[2] > 0, (name, mid)
+            after = image.symbol_at(value + size)
+            assert after is None or after[1] != value or after[2] != size
+        checked += 1
+    return checked
+
+
+def test_symbols_of_recorded_binaries(corpus_dir: Path) -> None:
+    binaries = [corpus_dir / "recorded/sharedlib/libhot.so",
+                corpus_dir / "recorded/sharedlib/libuser",
+                corpus_dir / "recorded/fp/hotloop",
+                corpus_dir / "upstream/vector_static_gcc" / "vector_static_gcc_v9.1.0"]
+    total = 0
+    for path in binaries:
+        if not path.exists():
+            path = next(path.parent.glob("vector_static_gcc*"))
+        image = ElfImage.open(str(path))
+        assert image is not None
+        total += check_symbols_like_nm(image, path, samples=60)
+    assert total > 60
+
+
+def test_symbols_of_libc_with_debug_file(corpus_dir: Path) -> None:
+    sysroot = corpus_dir / "sysroot"
+    libc = ElfImage.open(str(sysroot / "usr/lib/x86_64-linux-gnu/libc.so.6"))
+    debug_path = next((sysroot / "usr/lib/debug/.build-id").rglob("*.debug"))
+    debug = ElfImage.open(str(debug_path))
+    assert libc is not None and debug is not None
+    assert libc.build_id == debug.build_id and len(libc.build_id or b"") == 20
+    libc.attach_debug(debug)
+    assert check_symbols_like_nm(libc, debug_path) == 200
+    # A local function that .dynsym does not have.
+    local = next(s for s in nm_symbols(debug_path) if s[2] == "t" and s[1] > 16)
+    assert libc.symbol_at(local[0] + 1)[1] == local[0]
+
+
+def test_dynsym_only_libstdcxx(corpus_dir: Path) -> None:
+    path = corpus_dir / "sysroot/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30"
+    image = ElfImage.open(str(path))
+    assert image is not None
+    syms = subprocess.run(["nm", "-D", "--defined-only", "-S", str(path)], capture_output=True,
+                          text=True, check=True).stdout
+    funcs = [line.split() for line in syms.splitlines()]
+    funcs = [f for f in funcs if len(f) == 4 and f[2] in "TW" and int(f[1], 16) > 0]
+    for value, _size, _t, _name in funcs[:100]:
+        hit = image.symbol_at(int(value, 16))
+        assert hit is not None and hit[1] == int(value, 16)
+    named = {demangle(f[3].split("@")[0]) for f in funcs}
+    assert any(image.symbol_at(int(f[0], 16))[0] in named for f in funcs[:10])
+
+
+def test_minidebuginfo_symbols(built: dict[str, Path]) -> None:
+    image = ElfImage.open(str(built["mini"]))
+    assert image is not None and image.section(".symtab") is None
+    for value, size, _t, name in nm_symbols(built["pie"]):
+        if name in ("helper", "g", "main"):
+            assert image.symbol_at(value + size - 1) == (name, value, size)
+
+
+def test_plt_and_section_fallback_names(corpus_dir: Path, built: dict[str, Path]) -> None:
+    static = corpus_dir / "upstream/vector_static_clang/vector_static_clang_v8.0.1"
+    image = ElfImage.open(str(static))
+    assert image.symbol_at(0x401060) is None
+    assert image.fallback_name(0x401060) == "<.plt+401060>"
+    assert image.fallback_name(image.symbol_at(0x401200)[1] if image.symbol_at(0x401200)
+                               else 0x401200) is None  # .text gets no fallback name
+    image = ElfImage.open(str(built["pie"]))
+    dis = subprocess.run(["objdump", "-d", "-j", ".plt", str(built["pie"])],
+                         capture_output=True, text=True, check=True).stdout
+    plt = {int(a, 16): n for a, n in re.findall(r"^([0-9a-f]+) <(\w+@plt)>:", dis, re.M)}
+    assert {"puts@plt", "printf@plt"} <= set(plt.values())
+    for addr, name in plt.items():
+        assert image.fallback_name(addr + 4) == name
+    first = min(plt) - 16  # PLT0, the resolver stub, has no name
+    assert image.fallback_name(first) == f"<.plt+{first:x}>"
+    init = ELFFile(open(built["pie"], "rb")).get_section_by_name(".init")["sh_addr"]
+    assert image.fallback_name(init + 1) == f"<.init+{init + 1:x}>"
+
+
+def kernel_mappings(path: Path) -> list[tuple[int, int, int]]:
+    """(PROT_* bits, page-aligned vaddr, page-aligned file offset) of each PT_LOAD."""
+    with open(path, "rb") as f:
+        segs = [s for s in ELFFile(f).iter_segments() if s["p_type"] == "PT_LOAD"]
+        prot = [(1 if s["p_flags"] & 4 else 0) | (2 if s["p_flags"] & 2 else 0)
+                | (4 if s["p_flags"] & 1 else 0) for s in segs]
+        return [(p, s["p_vaddr"] & ~0xFFF, s["p_offset"] & ~0xFFF) for p, s in zip(prot, segs, strict=True)]
+
+
+@pytest.mark.parametrize("name", ["pie", "nosep", "exec"])
+def test_load_bias_for_every_segment(built: dict[str, Path], name: str) -> None:
+    image = ElfImage.open(str(built[name]))
+    base = 0 if name == "exec" else 0x7F0000000000
+    maps = kernel_mappings(built[name])
+    deltas = {s[0] - s[2] for s in image.segments}
+    if name == "nosep":
+        assert len(maps) == 2 and len(deltas) == 2  # data segment shares the text's last page
+    for prot, vaddr, off in maps:
+        assert image.load_bias(base + vaddr, off, prot) == base
+        if prot & 4:  # without prot, an executable mapping still resolves
+            assert image.load_bias(base + vaddr, off) == base
+    lo, hi = image.span()
+    assert lo == min(s[0] for s in image.segments) and hi > lo
+
+
+def synthetic_elf(segments: list[tuple[int, int, int, int]], etype: int = 3) -> bytes:
+    """A 64-bit little-endian ELF with only program headers (vaddr, memsz, offset, filesz)."""
+    phoff = 64
+    size = max(off + filesz for _v, _m, off, filesz in segments)
+    hdr = b"\x7fELF\x02\x01\x01" + bytes(9) + struct.pack(
+        "<HHIQQQIHHHHHH", etype, 62, 1, 0, phoff, 0, 0, 64, 56, len(segments), 64, 0, 0)
+    phdrs = b"".join(struct.pack("<IIQQQQQQ", 1, 5, off, vaddr, vaddr, filesz, memsz, 0x1000)
+                     for vaddr, memsz, off, filesz in segments)
+    data = bytearray(max(size, len(hdr) + len(phdrs)))
+    data[:len(hdr)] = hdr
+    data[phoff:phoff + len(phdrs)] = phdrs
+    for i in range(len(hdr) + len(phdrs), len(data)):
+        data[i] = i & 0xFF
+    return bytes(data)
+
+
+def test_load_bias_with_differing_offset_deltas() -> None:
+    # Three segments whose vaddr - offset differ (0, 0x1000, 0x201000), the second and
+    # third starting inside the previous segment's last page.
+    segs = [(0x0, 0x1800, 0x0, 0x1800), (0x2800, 0x3000, 0x1800, 0x3000),
+            (0x205800, 0x900, 0x4800, 0x800)]
+    image = ElfImage.from_bytes("synthetic", synthetic_elf(segs))
+    assert image is not None and image.segments == segs
+    bias = 0x555555554000
+    for vaddr, _memsz, off, _filesz in segs:
+        assert image.load_bias(bias + (vaddr & ~0xFFF), off & ~0xFFF) == bias
+        assert image.load_bias(bias + (vaddr & ~0xFFF), off & ~0xFFF, 5) == bias
+    # A mapping that starts in the middle of a segment (split by mprotect).
+    assert image.load_bias(bias + 0x4000, 0x3000) == bias  # file 0x3000 is vaddr 0x4000
+    assert image.read(0x2800, 4) == bytes(i & 0xFF for i in range(0x1800, 0x1804))
+    assert image.read(0x205800 + 0x7FF, 2) is None  # runs past p_filesz
+    exec_image = ElfImage.from_bytes("x", synthetic_elf(segs, etype=2))
+    assert exec_image.load_bias(0x400000, 0) == 0
+
+
+def test_read_matches_file(built: dict[str, Path]) -> None:
+    image = ElfImage.open(str(built["pie"]))
+    raw = built["pie"].read_bytes()
+    for vaddr, _memsz, off, filesz in image.segments:
+        assert image.read(vaddr, min(filesz, 64)) == raw[off:off + min(filesz, 64)]
+
+
+@pytest.mark.parametrize("name", ["zlib", "zstd", "zgnu"])
+def test_compressed_sections(built: dict[str, Path], name: str, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    subprocess.run(["objcopy", "--decompress-debug-sections", str(built[name]), str(plain)],
+                   check=True)
+    with open(plain, "rb") as f:
+        expected = ELFFile(f).get_section_by_name(".debug_info").data()
+    image = ElfImage.open(str(built[name]))
+    addr, data = image.section(".debug_info")
+    assert addr == 0 and bytes(data) == expected
+
+
+def test_build_ids_and_debuglink(built: dict[str, Path]) -> None:
+    assert len(ElfImage.open(str(built["md5"])).build_id) == 16
+    assert ElfImage.open(str(built["short"])).build_id == bytes.fromhex("0102030405060708")
+    stripped = ElfImage.open(str(built["stripped"]))
+    assert stripped.debuglink is not None and stripped.debuglink[0] == "debug"
+    assert stripped.symbol_at(0x1000) is None or stripped.section(".symtab") is None
+    debug = ElfImage.open(str(built["debug"]))
+    stripped.attach_debug(debug)
+    assert stripped.section(".debug_info") is not None
+    main = next(s for s in nm_symbols(built["pie"]) if s[3] == "main")
+    assert stripped.symbol_at(main[0] + 1) == ("main", main[0], main[1])
+
+
+def test_not_elf_and_missing(tmp_path: Path) -> None:
+    (tmp_path / "text").write_text("hello")
+    assert ElfImage.open(str(tmp_path / "text")) is None
+    assert ElfImage.open(str(tmp_path / "missing")) is None
+    assert ElfImage.open(str(tmp_path)) is None
+
+
+def test_hostile_elf_never_raises(built: dict[str, Path], tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    good = built["pie"].read_bytes()
+    rng = random.Random(7)
+    path = tmp_path / "bad"
+    variants = [good[:n] for n in (16, 60, 64, 200, 0x1000, len(good) // 2)]
+    for _ in range(60):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 8)):
+            pos = rng.choice([rng.randrange(64), rng.randrange(len(data))])
+            data[pos] = rng.randrange(256)
+        variants.append(bytes(data))
+    # Huge section/segment counts and header offsets pointing past the end.
+    for field, fmt in ((0x38, "<H"), (0x3C, "<H"), (0x28, "<Q"), (0x20, "<Q")):
+        data = bytearray(good)
+        struct.pack_into(fmt, data, field, 0xFFFF if fmt == "<H" else 1 << 40)
+        variants.append(bytes(data))
+    for data in variants:
+        path.write_bytes(data)
+        image = ElfImage.open(str(path))
+        if image is None:
+            continue
+        for vaddr in (0, 0x1000, 0x1139, 0x4010):
+            image.symbol_at(vaddr)
+            image.fallback_name(vaddr)
+            image.read(vaddr, 8)
+            image.load_bias(0x7F0000000000 + vaddr, vaddr)
+        for name in (".debug_info", ".eh_frame", ".symtab", ".debug_line"):
+            image.section(name)
+    assert "Traceback" not in capsys.readouterr().err
