@@ -134,3 +134,10 @@ def test_errors_exit_2(tmp_path):
     r = run(str(VECTOR), "--ours", str(tmp_path / "no-such-binary"),
             "--reference-stream", str(VECTOR))
     assert r.returncode == 2 and "cannot run" in r.stderr
+
+
+def test_exit_codes_count_only_when_both_sides_ran():
+    base = {"samples": {"identical_percent": 100.0}}
+    for ours, ref, equal in ((0, None, True), (None, 1, True), (0, 0, True), (0, 1, False)):
+        report = {**base, "ours": {"exit_code": ours}, "reference": {"exit_code": ref}}
+        assert C.is_equal(report, 0.0) is equal
