@@ -96,6 +96,8 @@ def decode(data: bytes) -> tuple[list[DecodedSample], P.Stream]:
             attrs[m.id] = s(m.name) or ""
         elif t is P.Command:
             comms[m.tid] = s(m.comm) or ""
+        elif t is P.ThreadStart and m.tid not in comms:
+            comms[m.tid] = comms.get(m.ppid, "")  # a new task runs under its parent's name
         elif t in (P.Sample, P.TracePointSample):
             aid = m.values[0][0] if m.values else -1
             samples.append(
@@ -195,10 +197,8 @@ def evaluate(expect: dict, samples: list[DecodedSample], symbols_table: dict) ->
             for w in expect["stack_contains"]:
                 if not any(norm_ok(f.sym, w) for f in s.frames):
                     return False
-        if "forbid_dso" in expect:
-            bad = set(expect["forbid_dso"]) if isinstance(expect["forbid_dso"], list) else {expect["forbid_dso"]}
-            if any(base(f.dso) in bad for f in s.frames):
-                return False
+        if "forbid_dso" in expect and any(base(f.dso) == expect["forbid_dso"] for f in s.frames):
+            return False
         if "forbid_symbols" in expect:
             if any(any(norm_ok(f.sym, w) for w in expect["forbid_symbols"]) for f in s.frames):
                 return False
@@ -207,7 +207,9 @@ def evaluate(expect: dict, samples: list[DecodedSample], symbols_table: dict) ->
     sel = [s for s in samples if keep(s)]
     match = sum(1 for s in sel if ok(s))
     frac = match / len(sel) if sel else 0.0
-    passed = len(sel) >= expect.get("min_samples", 1) and frac >= expect.get("min_fraction", 1.0)
+    passed = len(sel) >= expect.get("min_samples", 1) and frac >= expect.get("min_fraction", 0.0)
+    if "max_samples" in expect:
+        passed = passed and len(sel) <= expect["max_samples"]
     if "min_matching" in expect:
         passed = passed and match >= expect["min_matching"]
     if "max_matching" in expect:
