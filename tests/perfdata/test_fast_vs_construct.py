@@ -49,6 +49,10 @@ def raw_records(buf, big_endian: bool):
 
 @pytest.mark.parametrize("path", good_files(), ids=corpus_id)
 def test_fast_equals_construct(path):
+    check_fast_equals_construct(path)
+
+
+def check_fast_equals_construct(path) -> None:
     reader = PerfReader(open_source(str(path), None, 0))
     n_samples = sum(1 for e in reader.events() if type(e).__name__ == "SampleEvent")
     buf = reader.source.buffer()
