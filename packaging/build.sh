@@ -1,0 +1,26 @@
+#!/bin/sh
+# Builds the self-contained perfparser executable with PyInstaller.
+#   packaging/build.sh            -> build/dist/perfparser/{perfparser,hotspot-perfparser,_internal/}
+#   PERFPARSER_ONEFILE=1 ...      -> build/dist/perfparser (one file; slower start, see README.md)
+# PYTHON selects the interpreter (default: the repository's .venv); pyinstaller is installed
+# into it when missing.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+py=${PYTHON:-$root/.venv/bin/python}
+out=$root/build
+
+"$py" -c "import PyInstaller" 2>/dev/null || "$py" -m pip install -q "pyinstaller>=6"
+rm -rf "$out/dist/perfparser"
+"$py" -m PyInstaller --noconfirm --log-level WARN \
+    --distpath "$out/dist" --workpath "$out/pyinstaller" "$here/perfparser.spec"
+
+if [ -d "$out/dist/perfparser" ]; then
+    exe=$out/dist/perfparser/perfparser
+    ln -sf perfparser "$out/dist/perfparser/hotspot-perfparser"
+else
+    exe=$out/dist/perfparser
+    ln -sf perfparser "$out/dist/hotspot-perfparser"
+fi
+"$exe" --version
+echo "built $exe ($(du -sh "$out/dist/perfparser" | cut -f1))"

@@ -1,0 +1,5 @@
+"""Entry script frozen by PyInstaller: runs the perfparser command line."""
+
+from perfparser_py.cli import main
+
+raise SystemExit(main())
