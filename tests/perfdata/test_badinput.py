@@ -1,0 +1,79 @@
+"""recorded/badinput: each broken file yields what is decodable, then raises PerfDataError with
+the documented exit code and a one-line message, quickly."""
+
+from __future__ import annotations
+
+import io
+import signal
+import tomllib
+
+import pytest
+
+from perfparser_py.perfdata import PerfDataError, SampleEvent
+from perfparser_py.source import StreamSource, open_source
+from tests.perfdata.perfdata_corpus import CORPUS, read_until_error
+
+BAD = CORPUS / "recorded/badinput"
+# file -> (exit code, message fragment, samples yielded before the error)
+EXPECT = {
+    "truncated-midrecord.data": (4, "too small to hold perf data", 374),
+    "truncated-in-header.data": (4, "too small for perf header", 0),
+    "header-only.data": (4, "too small to hold perf data", 0),
+    "empty.data": (4, "too small for perf header", 0),
+    "bad-magic.data": (4, "invalid magic", 0),
+    "data-size-beyond-eof.data": (4, "too small to hold perf data", 749),
+    "attr-size-zero.data": (5, "Failed to read attributes", 0),
+    "zero-size-record.data": (5, "size 0 < 8", 10),
+    "undersized-record.data": (5, "size 4 < 8", 10),
+    "callchain-nr-huge.data": (5, "Malformed record of type 9", 20),
+    "truncated-pipe.data": (5, "runs past the end", 249),
+    "random-garbage.data": (4, "invalid magic", 0),
+}
+
+
+@pytest.fixture
+def time_bound():
+    def alarm(*_):
+        raise TimeoutError("decoding took too long")
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(5)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def test_every_bad_file_is_covered():
+    case = tomllib.loads((BAD / "case.toml").read_text())
+    assert {e["file"] for e in case["expect"] if e["kind"] == "error"} == set(EXPECT)
+
+
+def _check(events, err, expected):
+    code, fragment, samples = expected
+    assert err is not None
+    assert err.exit_code == code
+    assert fragment in str(err) and "\n" not in str(err)
+    assert sum(isinstance(e, SampleEvent) for e in events) == samples
+
+
+@pytest.mark.parametrize("name", sorted(EXPECT))
+def test_bad_file(name, time_bound):
+    _check(*read_until_error(open_source(str(BAD / name), None, 0)), EXPECT[name])
+
+
+def test_truncated_pipe_on_stdin(time_bound):
+    stream = StreamSource(io.BytesIO((BAD / "truncated-pipe.data").read_bytes()))
+    _check(*read_until_error(stream), (5, "Unexpected end of input", 249))
+
+
+@pytest.mark.parametrize("name", ["truncated-midrecord.data", "zero-size-record.data"])
+def test_bad_file_on_a_stream(name, time_bound):
+    """File-format data from a stream is spooled and fails exactly like the file."""
+    stream = StreamSource(io.BytesIO((BAD / name).read_bytes()))
+    _check(*read_until_error(stream), EXPECT[name])
+
+
+def test_missing_input_file():
+    with pytest.raises(PerfDataError) as exc:
+        open_source(str(BAD / "does-not-exist.data"), None, 0)
+    assert exc.value.exit_code == 2
