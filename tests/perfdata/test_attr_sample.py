@@ -1,0 +1,85 @@
+"""perf_event_attr sizes and names, and SAMPLE layouts the corpus lacks: read_format without
+ID, group reads, LBR with hw_idx — fast decoder and construct declaration on the same bytes."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from perfparser_py.perfdata import PerfEventAttr, generated_name
+from perfparser_py.perfdata.attr import parse_attr
+from perfparser_py.perfdata.events import ProgressEvent
+from perfparser_py.perfdata.fast import make_decoders
+from perfparser_py.perfdata.records import SAMPLE, decode_record
+from tests.perfdata.perfdata_corpus import CORPUS, read_file
+
+
+def _attr(**kw) -> PerfEventAttr:
+    base = dict(type=0, size=128, config=0, sample_period=1, sample_type=0, read_format=0,
+                flags=0)
+    base.update(kw)
+    return PerfEventAttr(**base)
+
+
+@pytest.mark.parametrize(("type_", "config", "name"), [
+    (0, 0, "cpu-cycles"), (0, 9, "ref-cycles"), (0, 10, "hardware event: 0xa"),
+    (1, 0, "cpu-clock"), (1, 9, "dummy"), (1, 0x1f, "software event: 0x1f"),
+    (2, 0x1c3, "tracepoint: 0x1c3"), (3, 0x10000, "L1-dcache-load-misses"),
+    (3, 0x0201, "L1-icache-prefetch-refs"), (3, 0x0103, "dTLB-store-refs"), (3, 0x7, "hardware cache event: 0x7"),
+    (3, 0x0300, "L1-dcache event: 0x300"), (3, 0x030004, "iTLB-load event: 0x30004"),
+    (4, 0xABC, "raw event: 0xabc"), (5, 2, "breakpoint: 0x2"), (9, 3, "unknown event 9: 0x3"),
+])
+def test_generated_name(type_, config, name):
+    assert generated_name(_attr(type=type_, config=config)) == name
+
+
+def test_attr_larger_than_known_is_skipped():
+    attr = parse_attr(struct.pack("<IIQQQQQ", 1, 64, 0, 0, 0, 0, 0) + b"\0" * 16, 0, False)
+    assert attr.size == 64 and attr.branch_sample_type == 0
+    raw = (CORPUS / "upstream/cpp-inlining/cpp-inlining.perf.data").read_bytes()
+    off = struct.unpack_from("<Q", raw, 24)[0]
+    assert parse_attr(raw, off, False).size == 136
+
+
+def test_big_endian_flags_are_bit_reversed():
+    le = struct.pack("<IIQQQQQ", 1, 64, 0, 99, 7, 0, (1 << 10) | (1 << 18)) + b"\0" * 16
+    be = struct.pack(">IIQQQQQ", 1, 64, 0, 99, 7, 0, (1 << 53) | (1 << 45)) + b"\0" * 16
+    a, b = parse_attr(le, 0, False), parse_attr(be, 0, True)
+    assert a.freq and a.sample_id_all and b.freq and b.sample_id_all and a.flags == b.flags
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+def test_sample_read_without_id_group_and_lbr_hw_idx(big_endian):
+    e = ">" if big_endian else "<"
+    # IP | TID | READ | CALLCHAIN | BRANCH_STACK | REGS_USER | STACK_USER | WEIGHT
+    st = 1 | 2 | 16 | 32 | (1 << 11) | (1 << 12) | (1 << 13) | (1 << 14)
+    attr = _attr(sample_type=st, read_format=8 | 1, branch_sample_type=1 << 17,
+                 sample_regs_user=0b1011, big_endian=big_endian)
+    body = struct.pack(e + "QII", 0x401000, 10, 11)
+    body += struct.pack(e + "QQQQ", 2, 555, 7, 8)  # group: nr, time_enabled, 2 values, no ids
+    body += struct.pack(e + "QQQ", 2, 0xA, 0xB)  # callchain
+    body += struct.pack(e + "QQ", 1, 42) + struct.pack(e + "QQQ", 1, 2, 3)  # nr, hw_idx, entry
+    body += struct.pack(e + "Q", 2) + struct.pack(e + "QQQ", 1, 2, 3)  # regs abi + 3 regs
+    body += struct.pack(e + "Q", 16) + bytes(range(16)) + struct.pack(e + "Q", 5)  # stack
+    body += struct.pack(e + "Q", 77)  # weight
+    size = 8 + len(body)
+    fast = make_decoders(big_endian).sample(memoryview(body), 0, len(body), 2, size, attr)
+    slow = decode_record(SAMPLE, 2, size, body, attr, attr)
+    assert fast == slow
+    assert fast.read_values == ((7, 0), (8, 0))
+    assert fast.callchain == (0xA, 0xB)
+    assert fast.hw_idx == 42 and fast.branch_stack == ((1, 2, 3),)
+    assert fast.regs == (1, 2, 3) and bytes(fast.stack) == bytes(range(5))
+    assert fast.weight == 77 and fast.pid == 10 and fast.tid == 11
+
+
+def test_progress_is_float32_and_at_most_one_per_record():
+    events = read_file(CORPUS / "recorded/fp/perf.data")
+    fractions = [e.fraction for e in events if isinstance(e, ProgressEvent)]
+    assert fractions[0] == 0.0 and len(fractions) == 101
+    assert fractions == sorted(fractions) and 0.99 < fractions[-1] <= 1.0
+    for f in fractions:
+        assert struct.unpack("f", struct.pack("f", f))[0] == f
+    kinds = [type(e) for e in events]
+    assert all(not (a is b is ProgressEvent) for a, b in zip(kinds, kinds[1:], strict=False))
