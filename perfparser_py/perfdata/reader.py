@@ -291,6 +291,8 @@ class PerfReader:
                 self._set_global(attr)
             self._register(attr, ids)
             yield ev.AttrEvent(attr, None, ids)
+        elif rtype == r.HEADER_TRACING_DATA:
+            print(f"HEADER_TRACING_DATA record of unexpected size {size} skipped", file=sys.stderr)
         elif rtype == r.COMPRESSED:
             yield from self._decompress(buf[pos:end])
         elif rtype == r.COMPRESSED2:
