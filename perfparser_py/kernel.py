@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import gzip
+import os
 import zlib
 
 
@@ -21,6 +22,15 @@ class Kallsyms:
 
     def __len__(self) -> int:
         return len(self._addrs)
+
+    @staticmethod
+    def cached_path(debug_paths: list[str], build_id: bytes) -> str | None:
+        """First `D/[kernel.kallsyms]/<hex id>/kallsyms` (perf's build-id cache) that exists."""
+        for d in debug_paths:
+            cand = os.path.join(d, "[kernel.kallsyms]", build_id.hex(), "kallsyms")
+            if d and os.path.isfile(cand):
+                return cand
+        return None
 
     @staticmethod
     def load(path: str) -> Kallsyms:

@@ -65,3 +65,13 @@ def test_missing_file_and_bad_gzip(tmp_path: Path) -> None:
     (tmp_path / "bad.gz").write_bytes(b"\x1f\x8b\x08garbage")
     with pytest.raises(KallsymsError):
         Kallsyms.load(str(tmp_path / "bad.gz"))
+
+
+def test_cached_path(tmp_path: Path) -> None:
+    bid = bytes(range(20))
+    assert Kallsyms.cached_path([str(tmp_path)], bid) is None
+    target = tmp_path / "d2" / "[kernel.kallsyms]" / bid.hex() / "kallsyms"
+    target.parent.mkdir(parents=True)
+    target.write_text("ffffffff81000000 T _text\n")
+    assert Kallsyms.cached_path([str(tmp_path / "d1"), "", str(tmp_path / "d2")], bid) == str(
+        target)

@@ -149,6 +149,14 @@ class ElfFinder:
             return (cand, None)
         return self._result(cand, path)
 
+    def find_kernel_module(self, recorded_path: bytes) -> tuple[str, ElfImage | None]:
+        """Local file for a kernel mmap (pid -1): `sysroot + path` if it is an ELF (§7.2)."""
+        hit = self._found.get(recorded_path)
+        if hit is None:
+            path = os.fsdecode(recorded_path)
+            hit = self._found[recorded_path] = self._result(self.sysroot + path, path)
+        return hit
+
     def _search_dirs(self, name: str, build_id: bytes | None) -> str | None:
         """First file called `name` in --app, then each --extra (recursive)."""
         if not name:

@@ -15,6 +15,13 @@ int table[64];
 int main(int c, char **v) { puts("hi"); printf("%d\n", g(c)); return table[c]; }
 """
 
+# Freestanding, so it links for i386 without a 32-bit libc installed.
+FREESTANDING = r"""
+static int helper(int x) { return x * 3; }
+int g(int x) { return helper(x) + 1; }
+void _start(void) { g(2); for (;;) {} }
+"""
+
 
 def _run(*cmd: str | Path) -> None:
     subprocess.run([str(c) for c in cmd], check=True, capture_output=True)
@@ -28,7 +35,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     src.write_text(SOURCE)
     out = {name: d / name for name in (
         "pie", "nosep", "exec", "md5", "short", "zlib", "zstd", "zgnu",
-        "stripped", "debug", "mini",
+        "stripped", "debug", "mini", "i386", "i386pie",
     )}
     _run("gcc", "-g", "-O1", "-o", out["pie"], src)
     _run("gcc", "-g", "-O1", "-Wl,-z,noseparate-code", "-o", out["nosep"], src)
@@ -54,4 +61,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     xz.write_bytes(lzma.compress(mini_elf.read_bytes(), format=lzma.FORMAT_XZ))
     _run("objcopy", "--strip-all", out["pie"], out["mini"])
     _run("objcopy", "--add-section", f".gnu_debugdata={xz}", out["mini"])
+    free = d / "s.c"
+    free.write_text(FREESTANDING)
+    _run("gcc", "-m32", "-O1", "-nostdlib", "-static", "-fno-pie", "-no-pie", "-Wl,--build-id",
+         "-o", out["i386"], free)
+    _run("gcc", "-m32", "-O1", "-nostdlib", "-fpie", "-pie", "-Wl,--build-id",
+         "-o", out["i386pie"], free)
     return out

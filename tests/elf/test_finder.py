@@ -182,3 +182,13 @@ def test_build_id_debug_dir_for_corpus_libc(corpus_dir: Path) -> None:
 def test_normalize_path() -> None:
     assert normalize_path("//usr/lib/../lib/./x.so") == "/usr/lib/x.so"
     assert normalize_path("rel") == os.path.join(os.getcwd(), "rel")
+
+
+def test_kernel_module_from_sysroot(built: dict[str, Path], tmp_path: Path) -> None:
+    sysroot = tmp_path / "root"
+    module = place(built["pie"], sysroot / "lib/modules/6.1/kernel/x.ko")
+    (sysroot / "lib/modules/6.1/kernel/notelf.ko").write_text("text")
+    finder = ElfFinder("", [], str(sysroot), [], {})
+    path, image = finder.find_kernel_module(b"/lib/modules/6.1/kernel/x.ko")
+    assert path == str(module) and image is not None
+    assert finder.find_kernel_module(b"/lib/modules/6.1/kernel/notelf.ko")[1] is None

@@ -99,6 +99,17 @@ def test_dynsym_only_libstdcxx(corpus_dir: Path) -> None:
     assert any(image.symbol_at(int(f[0], 16))[0] in named for f in funcs[:10])
 
 
+@pytest.mark.parametrize("name", ["i386", "i386pie"])
+def test_32_bit(built: dict[str, Path], name: str) -> None:
+    image = ElfImage.open(str(built[name]))
+    assert image is not None and not image.is_64 and image.machine == "i386"
+    assert len(image.build_id or b"") == 20
+    assert check_symbols_like_nm(image, built[name]) == 2  # g and _start
+    for prot, vaddr, off in kernel_mappings(built[name]):
+        base = 0 if name == "i386" else 0x56555000
+        assert image.load_bias(base + vaddr, off, prot) == base
+
+
 def test_minidebuginfo_symbols(built: dict[str, Path]) -> None:
     image = ElfImage.open(str(built["mini"]))
     assert image is not None and image.section(".symtab") is None
