@@ -1,0 +1,1007 @@
+"""DWARF line tables and inline scopes of one ELF image, read lazily per compilation unit.
+
+`DwarfInfo.for_image(image)` finds the debug sections; `line_at(vaddr)` gives the line-table
+row for an address and `scopes_at(vaddr)` the enclosing subprogram plus the inlined
+subroutines containing it (SEMANTICS §10.3-§10.5). DWARF 2-5 are read, including the DWARF 5
+string/address/range indirections. A CU is parsed only when an address inside it is asked for;
+its DIE index, line table and resolved scopes are cached. Malformed or hostile DWARF makes the
+affected lookup return None; nothing raises.
+"""
+
+from __future__ import annotations
+
+import struct
+from bisect import bisect_right
+
+from .leb128 import sleb, uleb
+
+# Tags
+_TAG_COMPILE_UNIT = 0x11
+_TAG_PARTIAL_UNIT = 0x3C
+_TAG_SKELETON_UNIT = 0x4A
+_TAG_SUBPROGRAM = 0x2E
+_TAG_INLINED = 0x1D
+_TAG_LEXICAL_BLOCK = 0x0B
+# Attributes
+_AT_NAME = 0x03
+_AT_STMT_LIST = 0x10
+_AT_LOW_PC = 0x11
+_AT_HIGH_PC = 0x12
+_AT_COMP_DIR = 0x1B
+_AT_ABSTRACT_ORIGIN = 0x31
+_AT_DECL_COLUMN = 0x39
+_AT_DECL_FILE = 0x3A
+_AT_DECL_LINE = 0x3B
+_AT_SPECIFICATION = 0x47
+_AT_ENTRY_PC = 0x52
+_AT_RANGES = 0x55
+_AT_CALL_COLUMN = 0x57
+_AT_CALL_FILE = 0x58
+_AT_CALL_LINE = 0x59
+_AT_LINKAGE_NAME = 0x6E
+_AT_STR_OFFSETS_BASE = 0x72
+_AT_ADDR_BASE = 0x73
+_AT_RNGLISTS_BASE = 0x74
+_AT_MIPS_LINKAGE_NAME = 0x2007
+_AT_GNU_ADDR_BASE = 0x2133
+_AT_GNU_RANGES_BASE = 0x2132
+# Forms whose values are addresses (everything else with a number is a constant/offset).
+_ADDR_FORMS = frozenset((0x01, 0x1B, 0x29, 0x2A, 0x2B, 0x2C, 0x1F01))
+
+# Bounds against hostile input.
+_MAX_REF_CHAIN = 16
+_MAX_RANGES = 100_000
+_MAX_DEPTH = 1000
+
+# Key in a DIE's attribute dict holding (high_pc is an address, entry_pc is an address,
+# ranges is a rnglistx index) when any of those attributes is present.
+_FLAGS = -1
+
+
+class DwarfError(Exception):
+    """Internal: malformed DWARF (never leaves this module)."""
+
+
+class Scope:
+    """One subprogram or inlined-subroutine instance containing an address."""
+
+    __slots__ = ("name", "entry_pc", "decl_file", "decl_line", "decl_column", "call_file",
+                 "call_line", "call_column", "die_offset")
+
+    def __init__(self, name: str | None, entry_pc: int | None, decl_file: bytes | None,
+                 decl_line: int, decl_column: int, call_file: bytes | None, call_line: int,
+                 call_column: int, die_offset: int) -> None:
+        self.name = name
+        self.entry_pc = entry_pc
+        self.decl_file = decl_file
+        self.decl_line = decl_line
+        self.decl_column = decl_column
+        self.call_file = call_file
+        self.call_line = call_line
+        self.call_column = call_column
+        self.die_offset = die_offset
+
+    def __repr__(self) -> str:
+        return (f"Scope({self.name!r}, entry={self.entry_pc}, decl={self.decl_file!r}:"
+                f"{self.decl_line}:{self.decl_column}, call={self.call_file!r}:"
+                f"{self.call_line}:{self.call_column}, die={self.die_offset:#x})")
+
+
+class _Cu:
+    """One unit header plus what has been derived from it so far."""
+
+    __slots__ = ("offset", "end", "version", "addr_size", "off_size", "abbrev_off", "first_die",
+                 "abbrevs", "top", "comp_dir", "low_pc", "addr_base", "str_offsets_base",
+                 "rnglists_base", "ranges", "stmt_list", "walked", "subprograms", "nodes", "parents",
+                 "dirs", "files", "lines", "line_addrs")
+
+    def __init__(self) -> None:
+        self.abbrevs: dict | None = None
+        self.top: int | None = None
+        self.addr_base: int | None = None
+        self.str_offsets_base: int | None = None
+        self.rnglists_base: int | None = None
+        self.ranges: list[tuple[int, int]] | None = None
+        self.walked = False
+        self.files: list | None = None
+        self.lines: list | None = None
+        self.line_addrs: list[int] | None = None
+
+
+class DwarfInfo:
+    """Line tables and inline scopes of one image's DWARF."""
+
+    def __init__(self, secs: dict[str, memoryview], little: bool) -> None:
+        self._s = secs
+        self._e = "<" if little else ">"
+        self._cus: list[_Cu] | None = None
+        self._cu_offsets: list[int] = []
+        self._index: tuple[list[int], list[int], list[_Cu]] | None = None
+        self._dies: dict[int, tuple[int, bool, dict, int]] = {}
+        self._names: dict[int, str | None] = {}
+        self._scopes: dict[int, tuple[Scope, list[Scope]] | None] = {}
+        self._line_cache: dict[int, tuple[bytes, int, int] | None] = {}
+        self._parents: dict[int, int] = {}
+        self._scope_objs: dict[int, Scope] = {}
+
+    @staticmethod
+    def for_image(image) -> DwarfInfo | None:
+        """DWARF of `image` (its separate debug file when attached); None without .debug_info."""
+        secs: dict[str, memoryview] = {}
+        for name in ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "rnglists",
+                     "ranges", "line"):
+            try:
+                sec = image.section(".debug_" + name)
+            except Exception:  # noqa: BLE001 - a broken section is an absent section
+                sec = None
+            if sec is not None:
+                secs[name] = sec[1]
+        if "info" not in secs or "abbrev" not in secs:
+            return None
+        return DwarfInfo(secs, image.little_endian)
+
+    # ------------------------------------------------------------------ public
+
+    def line_at(self, vaddr: int) -> tuple[bytes, int, int] | None:
+        """(absolute file path, line, column) of the line-table row for `vaddr`."""
+        try:
+            return self._line_cache[vaddr]
+        except KeyError:
+            pass
+        try:
+            result = self._line_at(vaddr)
+        except (DwarfError, IndexError, struct.error, ValueError, KeyError, RecursionError):
+            result = None
+        self._line_cache[vaddr] = result
+        return result
+
+    def scopes_at(self, vaddr: int) -> tuple[Scope, list[Scope]] | None:
+        """(subprogram containing `vaddr`, inlined scopes containing it, outermost first)."""
+        try:
+            return self._scopes[vaddr]
+        except KeyError:
+            pass
+        try:
+            result = self._scopes_at(vaddr)
+        except (DwarfError, IndexError, struct.error, ValueError, KeyError, RecursionError):
+            result = None
+        self._scopes[vaddr] = result
+        return result
+
+    # ----------------------------------------------------------- primitives
+
+    def _u(self, fmt: str, data, pos: int) -> int:
+        return struct.unpack_from(self._e + fmt, data, pos)[0]
+
+    def _cstr(self, data, pos: int) -> tuple[bytes, int]:
+        end = pos
+        n = len(data)
+        while end < n and data[end]:
+            end += 1
+        if end >= n:
+            raise DwarfError("unterminated string")
+        return bytes(data[pos:end]), end + 1
+
+    def _str_at(self, sec: str, off: int) -> bytes:
+        data = self._s.get(sec)
+        if data is None or off >= len(data):
+            raise DwarfError(f"no .debug_{sec}")
+        return self._cstr(data, off)[0]
+
+    # ------------------------------------------------------------------- units
+
+    def _units(self) -> list[_Cu]:
+        if self._cus is not None:
+            return self._cus
+        cus: list[_Cu] = []
+        info = self._s["info"]
+        off = 0
+        try:
+            while off + 11 <= len(info):
+                cu = _Cu()
+                cu.offset = off
+                length = self._u("I", info, off)
+                pos = off + 4
+                cu.off_size = 4
+                if length == 0xFFFFFFFF:
+                    length = self._u("Q", info, pos)
+                    pos += 8
+                    cu.off_size = 8
+                cu.end = pos + length
+                if length == 0 or cu.end > len(info):
+                    break
+                cu.version = self._u("H", info, pos)
+                pos += 2
+                unit_type = 1
+                if cu.version >= 5:
+                    unit_type = info[pos]
+                    cu.addr_size = info[pos + 1]
+                    pos += 2
+                    cu.abbrev_off = self._u("I" if cu.off_size == 4 else "Q", info, pos)
+                    pos += cu.off_size
+                    if unit_type in (4, 5):  # skeleton / split compile: dwo id
+                        pos += 8
+                    elif unit_type in (2, 6):  # type units: signature + type offset
+                        pos += 8 + cu.off_size
+                elif 2 <= cu.version <= 4:
+                    cu.abbrev_off = self._u("I" if cu.off_size == 4 else "Q", info, pos)
+                    cu.addr_size = info[pos + cu.off_size]
+                    pos += cu.off_size + 1
+                else:
+                    off = cu.end
+                    continue
+                cu.first_die = pos
+                if unit_type in (1, 3, 4, 5) and cu.addr_size in (2, 4, 8):
+                    cus.append(cu)
+                off = cu.end
+        except (IndexError, struct.error):
+            pass
+        self._cus = cus
+        self._cu_offsets = [c.offset for c in cus]
+        return cus
+
+    def _abbrevs(self, cu: _Cu) -> dict:
+        if cu.abbrevs is not None:
+            return cu.abbrevs
+        data = self._s["abbrev"]
+        pos = cu.abbrev_off
+        table: dict[int, tuple[int, bool, list[tuple[int, int, int]], tuple | None]] = {}
+        while True:
+            code, pos = uleb(data, pos)
+            if code == 0:
+                break
+            tag, pos = uleb(data, pos)
+            children = data[pos] != 0
+            pos += 1
+            specs = []
+            while True:
+                attr, pos = uleb(data, pos)
+                form, pos = uleb(data, pos)
+                implicit = 0
+                if form == 0x21:
+                    implicit, pos = sleb(data, pos)
+                if attr == 0 and form == 0:
+                    break
+                specs.append((attr, form, implicit))
+            flags = None
+            if any(a in (_AT_HIGH_PC, _AT_ENTRY_PC, _AT_RANGES) for a, _, _ in specs):
+                flags = (
+                    any(a == _AT_HIGH_PC and f in _ADDR_FORMS for a, f, _ in specs),
+                    any(a == _AT_ENTRY_PC and f in _ADDR_FORMS for a, f, _ in specs),
+                    any(a == _AT_RANGES and f == 0x23 for a, f, _ in specs),
+                )
+            table[code] = (tag, children, specs, flags)
+        cu.abbrevs = table
+        return table
+
+    def _form(self, cu: _Cu, form: int, implicit: int, data, pos: int) -> tuple[object, int]:
+        """(value, next position) of one attribute value. Strings stay (form, raw) pairs
+        resolved by _string; references are made section-absolute."""
+        if form == 0x01:  # addr
+            n = cu.addr_size
+            return int.from_bytes(data[pos:pos + n], "little" if self._e == "<" else "big"), pos + n
+        if form in (0x0B, 0x11, 0x0C):  # data1, ref1, flag
+            v = data[pos]
+            return (v + cu.offset if form == 0x11 else v), pos + 1
+        if form in (0x05, 0x12):
+            v = self._u("H", data, pos)
+            return (v + cu.offset if form == 0x12 else v), pos + 2
+        if form in (0x06, 0x13):
+            v = self._u("I", data, pos)
+            return (v + cu.offset if form == 0x13 else v), pos + 4
+        if form in (0x07, 0x14, 0x20):
+            v = self._u("Q", data, pos)
+            return (v + cu.offset if form == 0x14 else v), pos + 8
+        if form in (0x0F, 0x15):  # udata, ref_udata
+            v, pos = uleb(data, pos)
+            return (v + cu.offset if form == 0x15 else v), pos
+        if form == 0x0D:
+            return sleb(data, pos)
+        if form == 0x08:  # string
+            s, pos = self._cstr(data, pos)
+            return (0x08, s), pos
+        if form in (0x0E, 0x1F, 0x17, 0x1D, 0x1F20, 0x1F21):  # strp, line_strp, sec_offset, sup
+            v = self._u("I" if cu.off_size == 4 else "Q", data, pos)
+            pos += cu.off_size
+            return ((form, v) if form in (0x0E, 0x1F) else v), pos
+        if form == 0x10:  # ref_addr
+            size = cu.addr_size if cu.version == 2 else cu.off_size
+            v = self._u("I" if size == 4 else "Q", data, pos)
+            return v, pos + size
+        if form in (0x1A, 0x1F02):  # strx
+            v, pos = uleb(data, pos)
+            return (0x1A, v), pos
+        if 0x25 <= form <= 0x28:  # strx1-4
+            n = form - 0x24
+            return (0x1A, int.from_bytes(data[pos:pos + n], "little")), pos + n
+        if form in (0x1B, 0x1F01):  # addrx
+            v, pos = uleb(data, pos)
+            return self._addrx(cu, v), pos
+        if 0x29 <= form <= 0x2C:  # addrx1-4
+            n = form - 0x28
+            return self._addrx(cu, int.from_bytes(data[pos:pos + n], "little")), pos + n
+        if form in (0x22, 0x23):  # loclistx, rnglistx
+            return uleb(data, pos)
+        if form == 0x19:  # flag_present
+            return 1, pos
+        if form == 0x21:
+            return implicit, pos
+        if form == 0x18 or form == 0x09:  # exprloc, block
+            n, pos = uleb(data, pos)
+            return None, pos + n
+        if form == 0x0A:
+            return None, pos + 1 + data[pos]
+        if form == 0x03:
+            return None, pos + 2 + self._u("H", data, pos)
+        if form == 0x04:
+            return None, pos + 4 + self._u("I", data, pos)
+        if form == 0x1E:  # data16
+            return None, pos + 16
+        if form == 0x1C:  # ref_sup4
+            return None, pos + 4
+        if form == 0x24:  # ref_sup8
+            return None, pos + 8
+        if form == 0x16:  # indirect
+            real, pos = uleb(data, pos)
+            if real == 0x16:
+                raise DwarfError("nested DW_FORM_indirect")
+            return self._form(cu, real, implicit, data, pos)
+        raise DwarfError(f"unknown form {form:#x}")
+
+    def _addrx(self, cu: _Cu, index: int) -> int | None:
+        data = self._s.get("addr")
+        if data is None:
+            return None
+        base = cu.addr_base if cu.addr_base is not None else 8
+        pos = base + index * cu.addr_size
+        if pos + cu.addr_size > len(data):
+            return None
+        return int.from_bytes(data[pos:pos + cu.addr_size], "little" if self._e == "<" else "big")
+
+    def _string(self, cu: _Cu, value) -> bytes | None:
+        if not isinstance(value, tuple):
+            return None
+        form, v = value
+        if form == 0x08:
+            return v
+        if form == 0x0E:
+            return self._str_at("str", v)
+        if form == 0x1F:
+            return self._str_at("line_str", v)
+        # strx: through the CU's .debug_str_offsets slice
+        offs = self._s.get("str_offsets")
+        if offs is None:
+            return None
+        base = cu.str_offsets_base if cu.str_offsets_base is not None else 8
+        pos = base + v * cu.off_size
+        return self._str_at("str", self._u("I" if cu.off_size == 4 else "Q", offs, pos))
+
+    def _read_die(self, cu: _Cu, off: int) -> tuple[int, bool, dict, int]:
+        """(tag, has_children, {attr: value}, next offset); tag 0 for a null entry."""
+        info = self._s["info"]
+        code, pos = uleb(info, off)
+        if code == 0:
+            return 0, False, {}, pos
+        abbrev = self._abbrevs(cu).get(code)
+        if abbrev is None:
+            raise DwarfError("unknown abbreviation")
+        tag, children, specs, flags = abbrev
+        attrs = {}
+        form_value = self._form
+        for attr, form, implicit in specs:
+            value, pos = form_value(cu, form, implicit, info, pos)
+            attrs[attr] = value
+        if flags is not None:
+            attrs[_FLAGS] = flags
+        if pos > cu.end:
+            raise DwarfError("DIE overruns its unit")
+        return tag, children, attrs, pos
+
+    def _cu_top(self, cu: _Cu) -> None:
+        """Decode the unit DIE: index bases first (strx/addrx/rnglistx values depend on
+        them), then comp_dir and the unit's address ranges."""
+        cu.top = None
+        cu.addr_base = cu.str_offsets_base = cu.rnglists_base = None
+        info = self._s["info"]
+        code, pos = uleb(info, cu.first_die)
+        abbrev = self._abbrevs(cu).get(code)
+        if abbrev is None:
+            raise DwarfError("unknown abbreviation")
+        for attr, form, implicit in abbrev[2]:
+            if form in (0x1B, 0x1F01):
+                pos = uleb(info, pos)[1]
+                continue
+            if 0x29 <= form <= 0x2C:
+                pos += form - 0x28
+                continue
+            value, pos = self._form(cu, form, implicit, info, pos)
+            if attr in (_AT_ADDR_BASE, _AT_GNU_ADDR_BASE):
+                cu.addr_base = value
+            elif attr == _AT_STR_OFFSETS_BASE:
+                cu.str_offsets_base = value
+            elif attr in (_AT_RNGLISTS_BASE, _AT_GNU_RANGES_BASE):
+                cu.rnglists_base = value
+        tag, _, attrs, _ = self._read_die(cu, cu.first_die)
+        cu.top = tag
+        cu.comp_dir = self._string(cu, attrs.get(_AT_COMP_DIR))
+        cu.low_pc = attrs.get(_AT_LOW_PC) or 0
+        cu.stmt_list = attrs.get(_AT_STMT_LIST)
+        cu.ranges = self._ranges(cu, attrs)
+
+    # ----------------------------------------------------------------- ranges
+
+    def _ranges(self, cu: _Cu, attrs: dict) -> list[tuple[int, int]]:
+        """Address ranges [lo, hi) of a DIE from low/high pc or DW_AT_ranges."""
+        low = attrs.get(_AT_LOW_PC)
+        if low is not None and _AT_HIGH_PC in attrs:
+            high = attrs[_AT_HIGH_PC]
+            if high is None:
+                return []
+            if not attrs[_FLAGS][0]:
+                high = low + high
+            return [(low, high)] if high > low else []
+        rng = attrs.get(_AT_RANGES)
+        if rng is None:
+            return []
+        if cu.version >= 5:
+            return self._rnglist(cu, rng, attrs)
+        return self._debug_ranges(cu, rng)
+
+    def _debug_ranges(self, cu: _Cu, off: int) -> list[tuple[int, int]]:
+        data = self._s.get("ranges")
+        if data is None:
+            return []
+        n = cu.addr_size
+        fmt = "I" if n == 4 else "Q"
+        top = (1 << (8 * n)) - 1
+        base = cu.low_pc or 0
+        out = []
+        pos = off
+        while pos + 2 * n <= len(data) and len(out) < _MAX_RANGES:
+            a = self._u(fmt, data, pos)
+            b = self._u(fmt, data, pos + n)
+            pos += 2 * n
+            if a == 0 and b == 0:
+                break
+            if a == top:
+                base = b
+            elif b > a:
+                out.append((a + base, b + base))
+        return out
+
+    def _rnglist(self, cu: _Cu, value: int, attrs: dict) -> list[tuple[int, int]]:
+        data = self._s.get("rnglists")
+        if data is None:
+            return []
+        # rnglistx values are indices (DW_FORM_rnglistx); sec_offset values are offsets.
+        off = value
+        if attrs[_FLAGS][2]:
+            base = cu.rnglists_base if cu.rnglists_base is not None else 12
+            off = base + self._u("I" if cu.off_size == 4 else "Q", data,
+                                 base + value * cu.off_size)
+        n = cu.addr_size
+        fmt = "I" if n == 4 else "Q"
+        base_addr = cu.low_pc or 0
+        out = []
+        pos = off
+        while len(out) < _MAX_RANGES:
+            kind = data[pos]
+            pos += 1
+            if kind == 0:  # end_of_list
+                break
+            if kind == 1:  # base_addressx
+                i, pos = uleb(data, pos)
+                base_addr = self._addrx(cu, i) or 0
+            elif kind == 2:  # startx_endx
+                i, pos = uleb(data, pos)
+                j, pos = uleb(data, pos)
+                a, b = self._addrx(cu, i), self._addrx(cu, j)
+                if a is not None and b is not None and b > a:
+                    out.append((a, b))
+            elif kind == 3:  # startx_length
+                i, pos = uleb(data, pos)
+                length, pos = uleb(data, pos)
+                a = self._addrx(cu, i)
+                if a is not None and length:
+                    out.append((a, a + length))
+            elif kind == 4:  # offset_pair
+                a, pos = uleb(data, pos)
+                b, pos = uleb(data, pos)
+                if b > a:
+                    out.append((base_addr + a, base_addr + b))
+            elif kind == 5:  # base_address
+                base_addr = self._u(fmt, data, pos)
+                pos += n
+            elif kind == 6:  # start_end
+                a = self._u(fmt, data, pos)
+                b = self._u(fmt, data, pos + n)
+                pos += 2 * n
+                if b > a:
+                    out.append((a, b))
+            elif kind == 7:  # start_length
+                a = self._u(fmt, data, pos)
+                length, pos = uleb(data, pos + n)
+                if length:
+                    out.append((a, a + length))
+            else:
+                raise DwarfError("bad range list entry")
+        return out
+
+    # -------------------------------------------------------------- CU lookup
+
+    def _cu_index(self) -> tuple[list[int], list[int], list[_Cu]]:
+        if self._index is not None:
+            return self._index
+        entries = []
+        for cu in self._units():
+            try:
+                self._cu_top(cu)
+            except (DwarfError, IndexError, struct.error, ValueError):
+                cu.ranges = []
+                continue
+            if cu.top not in (_TAG_COMPILE_UNIT, _TAG_PARTIAL_UNIT, _TAG_SKELETON_UNIT):
+                continue
+            for lo, hi in cu.ranges:
+                entries.append((lo, hi, cu.offset))
+        entries.sort()
+        by_off = {cu.offset: cu for cu in self._cus or ()}
+        self._index = ([e[0] for e in entries], [e[1] for e in entries],
+                       [by_off[e[2]] for e in entries])
+        return self._index
+
+    def _cu_for(self, addr: int) -> _Cu | None:
+        starts, ends, cus = self._cu_index()
+        i = bisect_right(starts, addr) - 1
+        for j in range(i, max(i - 8, -1), -1):
+            if addr < ends[j]:
+                return cus[j]
+        return None
+
+    def _cu_of_offset(self, off: int) -> _Cu | None:
+        cus = self._units()
+        i = bisect_right(self._cu_offsets, off) - 1
+        if i < 0 or off >= cus[i].end:
+            return None
+        cu = cus[i]
+        if cu.ranges is None:
+            self._cu_top(cu)
+        return cu
+
+    # -------------------------------------------------------------- DIE tree
+
+    def _walk(self, cu: _Cu) -> None:
+        """One pass over a unit's DIEs: top-level subprograms with their ranges, the
+        inlined/lexical scope nodes under each, and parents of scope-like DIEs."""
+        if cu.walked:
+            return
+        cu.walked = True
+        cu.subprograms = []
+        cu.nodes = {}
+        parents = self._parents
+        # open DIEs with children: (offset, subprogram offset | 0 none | -1 nested, node index)
+        stack: list[tuple[int, int, int]] = []
+        pos = cu.first_die
+        end = cu.end
+        read = self._read_die
+        while pos < end:
+            off = pos
+            tag, children, attrs, pos = read(cu, pos)
+            if tag == 0:
+                if stack:
+                    stack.pop()
+                continue
+            if stack:
+                parent_off, sub, node = stack[-1]
+            else:
+                parent_off, sub, node = -1, 0, -1
+            if parent_off >= 0 and (children or tag == _TAG_SUBPROGRAM or tag == _TAG_INLINED):
+                parents[off] = parent_off
+            if tag == _TAG_SUBPROGRAM:
+                if sub == 0:
+                    ranges = self._ranges(cu, attrs)
+                    if ranges:
+                        cu.subprograms.append((off, ranges))
+                        cu.nodes[off] = []
+                        sub, node = off, -1
+                    else:
+                        sub = -1
+                else:
+                    sub = -1
+            elif sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK):
+                has_pc = _AT_LOW_PC in attrs or _AT_RANGES in attrs
+                nodes = cu.nodes[sub]
+                nodes.append((off, node, self._ranges(cu, attrs) if has_pc else None,
+                              tag == _TAG_INLINED))
+                node = len(nodes) - 1
+            if children:
+                if len(stack) >= _MAX_DEPTH:
+                    raise DwarfError("DIE tree too deep")
+                stack.append((off, sub, node))
+
+    def _die(self, off: int) -> tuple[_Cu, int, dict]:
+        """(unit, tag, attributes) of the DIE at section offset `off`."""
+        hit = self._dies.get(off)
+        if hit is not None:
+            return hit
+        cu = self._cu_of_offset(off)
+        if cu is None or off < cu.first_die:
+            raise DwarfError("reference outside every unit")
+        tag, _, attrs, _ = self._read_die(cu, off)
+        hit = (cu, tag, attrs)
+        self._dies[off] = hit
+        return hit
+
+    def _parent(self, off: int) -> int | None:
+        cu = self._cu_of_offset(off)
+        if cu is None:
+            return None
+        self._walk(cu)
+        return self._parents.get(off)
+
+    def _origin_chain(self, off: int) -> list[int]:
+        """`off` followed by its DW_AT_abstract_origin / DW_AT_specification targets."""
+        chain = [off]
+        seen = {off}
+        while len(chain) < _MAX_REF_CHAIN:
+            attrs = self._die(chain[-1])[2]
+            nxt = attrs.get(_AT_ABSTRACT_ORIGIN)
+            if nxt is None:
+                nxt = attrs.get(_AT_SPECIFICATION)
+            if not isinstance(nxt, int) or nxt in seen:
+                break
+            seen.add(nxt)
+            chain.append(nxt)
+        return chain
+
+    def _integrate(self, off: int, attr: int) -> tuple[_Cu, object] | None:
+        """(unit, value) of `attr` on the DIE or the first DIE of its origin chain having it."""
+        for o in self._origin_chain(off):
+            cu, _, attrs = self._die(o)
+            if attr in attrs:
+                return cu, attrs[attr]
+        return None
+
+    # ------------------------------------------------------------------ names
+
+    def _text(self, cu: _Cu, value) -> str | None:
+        raw = self._string(cu, value)
+        return None if raw is None else raw.decode("utf-8", "replace")
+
+    def _linkage(self, cu: _Cu, attrs: dict) -> str | None:
+        value = attrs.get(_AT_LINKAGE_NAME)
+        if value is None:
+            value = attrs.get(_AT_MIPS_LINKAGE_NAME)
+        text = self._text(cu, value) if value is not None else None
+        return _demangle(text) if text else None
+
+    def _qualified(self, off: int) -> str | None:
+        """Qualified, demangled name of a DIE (SEMANTICS §10.5), cached per DIE."""
+        if off in self._names:
+            return self._names[off]
+        self._names[off] = None  # guard against reference cycles
+        chain = self._origin_chain(off)
+        name = None
+        for o in chain:
+            cu, _, attrs = self._die(o)
+            name = self._linkage(cu, attrs)
+            if name:
+                break
+        else:
+            for o in chain:
+                cu, _, attrs = self._die(o)
+                base = self._text(cu, attrs.get(_AT_NAME))
+                if base:
+                    name = self._prefix(o) + base
+                    break
+        self._names[off] = name
+        return name
+
+    def _prefix(self, off: int) -> str:
+        parts: list[str] = []
+        cur = self._parent(off)
+        steps = 0
+        while cur is not None and steps < _MAX_DEPTH:
+            steps += 1
+            cu, tag, attrs = self._die(cur)
+            if tag in (_TAG_COMPILE_UNIT, _TAG_PARTIAL_UNIT, _TAG_SKELETON_UNIT):
+                break
+            linkage = self._linkage(cu, attrs)
+            if linkage:
+                parts.append(linkage)
+                break
+            name = self._text(cu, attrs.get(_AT_NAME))
+            spec = attrs.get(_AT_SPECIFICATION)
+            if name:
+                parts.append(name)
+            if isinstance(spec, int) and spec != cur:
+                cur = spec if not name else self._parent(spec)
+            else:
+                cur = self._parent(cur)
+        return "".join(p + "::" for p in reversed(parts))
+
+    # ----------------------------------------------------------------- scopes
+
+    def _scopes_at(self, addr: int) -> tuple[Scope, list[Scope]] | None:
+        cu = self._cu_for(addr)
+        if cu is None:
+            return None
+        self._walk(cu)
+        sub = next((o for o, ranges in cu.subprograms if _contains(ranges, addr)), None)
+        if sub is None:
+            return None
+        included: list[bool] = []
+        chain = []
+        for off, parent, ranges, inlined in cu.nodes[sub]:
+            ok = (parent < 0 or included[parent]) and (ranges is None or _contains(ranges, addr))
+            included.append(ok)
+            if ok and inlined:
+                chain.append(off)
+        return self._scope(sub, False), [self._scope(o, True) for o in chain]
+
+    def _scope(self, off: int, inlined: bool) -> Scope:
+        hit = self._scope_objs.get(off)
+        if hit is not None:
+            return hit
+        cu, _, attrs = self._die(off)
+        decl_file = None
+        found = self._integrate(off, _AT_DECL_FILE)
+        if found is not None and isinstance(found[1], int):
+            decl_file = self._file_path(found[0], found[1])
+        found = self._integrate(off, _AT_DECL_LINE)
+        decl_line = found[1] if found is not None and isinstance(found[1], int) else 0
+        found = self._integrate(off, _AT_DECL_COLUMN)
+        decl_column = found[1] if found is not None and isinstance(found[1], int) else 0
+        call_file = None
+        call_line = call_column = -1
+        if inlined:
+            idx = attrs.get(_AT_CALL_FILE)
+            if isinstance(idx, int):
+                call_file = self._file_path(cu, idx)
+            else:  # upstream makes an absent call file the bare "<comp_dir>/"
+                call_file = (cu.comp_dir or b"") + b"/"
+            v = attrs.get(_AT_CALL_LINE)
+            call_line = v if isinstance(v, int) else -1
+            v = attrs.get(_AT_CALL_COLUMN)
+            call_column = v if isinstance(v, int) else -1
+        scope = Scope(self._qualified(off), self._entry_pc(cu, attrs), decl_file, decl_line,
+                      decl_column, call_file, call_line, call_column, off)
+        self._scope_objs[off] = scope
+        return scope
+
+    def _entry_pc(self, cu: _Cu, attrs: dict) -> int | None:
+        entry = attrs.get(_AT_ENTRY_PC)
+        low = attrs.get(_AT_LOW_PC)
+        if isinstance(entry, int):
+            if attrs[_FLAGS][1]:
+                return entry
+            # DWARF 5: a constant entry_pc is an offset from the DIE's base address
+            if low is None:
+                ranges = self._ranges(cu, attrs)
+                low = ranges[0][0] if ranges else None
+            return None if low is None else low + entry
+        return low if isinstance(low, int) else None
+
+    # ------------------------------------------------------------- line table
+
+    def _line_at(self, addr: int) -> tuple[bytes, int, int] | None:
+        cu = self._cu_for(addr)
+        if cu is None:
+            return None
+        self._line_table(cu)
+        i = bisect_right(cu.line_addrs, addr) - 1
+        if i < 0:
+            return None
+        file, line, column, end_seq = cu.lines[i]
+        if end_seq:
+            return None
+        path = self._file_path(cu, file)
+        if path is None:
+            return None
+        return path, line, column
+
+    def _file_path(self, cu: _Cu, idx: int) -> bytes | None:
+        """Absolute path of line-table file `idx` as upstream builds it (not normalised)."""
+        self._line_table(cu)
+        files = cu.files
+        if not 0 <= idx < len(files) or files[idx] is None:
+            return None
+        name, d = files[idx]
+        if name.startswith(b"/"):
+            path = name
+        else:
+            dirs = cu.dirs
+            directory = dirs[d] if 0 <= d < len(dirs) else None
+            path = directory + b"/" + name if directory else name
+        if not path.startswith(b"/") and cu.comp_dir:
+            path = cu.comp_dir + b"/" + path
+        return path
+
+    def _line_table(self, cu: _Cu) -> None:
+        if cu.lines is not None:
+            return
+        cu.lines, cu.line_addrs, cu.dirs, cu.files = [], [], [], []
+        data = self._s.get("line")
+        if data is None or not isinstance(cu.stmt_list, int):
+            return
+        try:
+            rows = self._line_program(cu, data, cu.stmt_list)
+        except (DwarfError, IndexError, struct.error, ValueError):
+            return
+        # elfutils order: by address, an end_sequence before a row at the same address,
+        # otherwise program order.
+        rows.sort()
+        cu.line_addrs = [r[0] for r in rows]
+        cu.lines = [(r[3], r[4], r[5], r[1] == 0) for r in rows]
+
+    def _line_header_entries(self, cu: _Cu, data, pos: int) -> tuple[list, int]:
+        """DWARF 5 directory/file entry list: ([(path, directory index)], next position)."""
+        nfmt = data[pos]
+        pos += 1
+        fmts = []
+        for _ in range(nfmt):
+            ctype, pos = uleb(data, pos)
+            form, pos = uleb(data, pos)
+            fmts.append((ctype, form))
+        count, pos = uleb(data, pos)
+        if count > len(data):
+            raise DwarfError("entry count larger than the section")
+        out = []
+        for _ in range(count):
+            path = b""
+            d = 0
+            for ctype, form in fmts:
+                value, pos = self._form(cu, form, 0, data, pos)
+                if ctype == 1:
+                    path = self._string(cu, value) or b""
+                elif ctype == 2 and isinstance(value, int):
+                    d = value
+            out.append((path, d))
+        return out, pos
+
+    def _line_program(self, cu: _Cu, data, off: int) -> list[tuple]:
+        u = self._u
+        length = u("I", data, off)
+        pos = off + 4
+        off_size = 4
+        if length == 0xFFFFFFFF:
+            length = u("Q", data, pos)
+            pos += 8
+            off_size = 8
+        end = pos + length
+        if end > len(data):
+            raise DwarfError("truncated line table")
+        version = u("H", data, pos)
+        pos += 2
+        if not 2 <= version <= 5:
+            raise DwarfError("unsupported line table version")
+        if version >= 5:
+            pos += 2  # address and segment selector sizes (set_address carries its length)
+        header_length = u("I" if off_size == 4 else "Q", data, pos)
+        pos += off_size
+        program = pos + header_length
+        min_inst = data[pos]
+        pos += 1
+        max_ops = 1
+        if version >= 4:
+            max_ops = data[pos] or 1
+            pos += 1
+        default_is_stmt = data[pos]
+        line_base = struct.unpack_from("b", data, pos + 1)[0]
+        line_range = data[pos + 2]
+        opcode_base = data[pos + 3]
+        pos += 4
+        if line_range == 0:
+            raise DwarfError("line_range 0")
+        std_lengths = bytes(data[pos:pos + opcode_base - 1])
+        pos += opcode_base - 1
+        if version >= 5:
+            dirs, pos = self._line_header_entries(cu, data, pos)
+            cu.dirs = [d[0] for d in dirs]
+            cu.files, pos = self._line_header_entries(cu, data, pos)
+        else:
+            cu.dirs = [cu.comp_dir or b""]
+            while data[pos]:
+                d, pos = self._cstr(data, pos)
+                cu.dirs.append(d)
+            pos += 1
+            cu.files = [None]
+            while data[pos]:
+                name, pos = self._cstr(data, pos)
+                d, pos = uleb(data, pos)
+                _, pos = uleb(data, pos)
+                _, pos = uleb(data, pos)
+                cu.files.append((name, d))
+        del default_is_stmt  # is_stmt does not affect which row an address maps to
+        pos = program
+        rows: list[tuple] = []
+        seq = 0
+        addr = 0
+        op_index = 0
+        file = 1
+        line = 1
+        column = 0
+        byteorder = "little" if self._e == "<" else "big"
+
+        def advance(operation: int) -> None:
+            nonlocal addr, op_index
+            if max_ops == 1:
+                addr += min_inst * operation
+            else:
+                addr += min_inst * ((op_index + operation) // max_ops)
+                op_index = (op_index + operation) % max_ops
+
+        while pos < end:
+            op = data[pos]
+            pos += 1
+            if op >= opcode_base:
+                adj = op - opcode_base
+                advance(adj // line_range)
+                line += line_base + adj % line_range
+                rows.append((addr, 1, seq, file, line, column))
+                seq += 1
+            elif op == 0:
+                n, pos = uleb(data, pos)
+                sub_end = pos + n
+                if n == 0 or sub_end > end:
+                    raise DwarfError("bad extended opcode")
+                sub = data[pos]
+                if sub == 1:  # end_sequence
+                    rows.append((addr, 0, seq, file, line, column))
+                    seq += 1
+                    addr = op_index = 0
+                    file, line, column = 1, 1, 0
+                elif sub == 2:  # set_address
+                    addr = int.from_bytes(data[pos + 1:sub_end], byteorder)
+                    op_index = 0
+                elif sub == 3 and version < 5:  # define_file
+                    name, p = self._cstr(data, pos + 1)
+                    d, _ = uleb(data, p)
+                    cu.files.append((name, d))
+                pos = sub_end
+            elif op == 1:  # copy
+                rows.append((addr, 1, seq, file, line, column))
+                seq += 1
+            elif op == 2:
+                v, pos = uleb(data, pos)
+                advance(v)
+            elif op == 3:
+                v, pos = sleb(data, pos)
+                line += v
+            elif op == 4:
+                file, pos = uleb(data, pos)
+            elif op == 5:
+                column, pos = uleb(data, pos)
+            elif op == 8:  # const_add_pc
+                advance((255 - opcode_base) // line_range)
+            elif op == 9:  # fixed_advance_pc
+                addr += u("H", data, pos)
+                op_index = 0
+                pos += 2
+            elif op == 12:  # set_isa
+                _, pos = uleb(data, pos)
+            elif op in (6, 7, 10, 11):
+                pass
+            else:  # unknown standard opcode: skip its operands
+                for _ in range(std_lengths[op - 1]):
+                    _, pos = uleb(data, pos)
+        return rows
+
+
+def _contains(ranges: list[tuple[int, int]], addr: int) -> bool:
+    for lo, hi in ranges:
+        if lo <= addr < hi:
+            return True
+    return False
+
+
+_demangler = None
+
+
+def _demangle(name: str) -> str:
+    global _demangler
+    if _demangler is None:
+        try:
+            from ..demangle import demangle as _demangler
+        except ImportError:
+            _demangler = str
+    return _demangler(name)
