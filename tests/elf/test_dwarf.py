@@ -1,0 +1,243 @@
+"""Line tables and inline scopes (perfparser_py.elf.dwarf) against pyelftools, the upstream
+expected output and addr2line's view of the recorded 'inline' case; hostile input."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from perfparser_py.elf.dwarf import DwarfInfo
+from perfparser_py.elf.image import ElfImage
+
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
+BINARIES = [
+    CORPUS / "recorded" / "inline" / "inline",
+    CORPUS / "recorded" / "dwarf" / "hotloop",
+    CORPUS / "upstream" / "cpp-inlining" / "cpp-inlining",
+    CORPUS / "upstream" / "vector_static_gcc" / "vector_static_gcc_v9.1.0",
+]
+
+
+def _dwarf(path: Path) -> DwarfInfo:
+    image = ElfImage.open(str(path))
+    assert image is not None
+    info = DwarfInfo.for_image(image)
+    assert info is not None
+    return info
+
+
+def _die_ranges(die, dw) -> list[tuple[int, int]]:
+    attrs = die.attributes
+    if "DW_AT_low_pc" in attrs and "DW_AT_high_pc" in attrs:
+        low = attrs["DW_AT_low_pc"].value
+        high = attrs["DW_AT_high_pc"]
+        return [(low, high.value if high.form == "DW_FORM_addr" else low + high.value)]
+    if "DW_AT_ranges" in attrs:
+        rl = dw.range_lists()
+        if die.cu.header.version >= 5:
+            entries = rl.get_range_list_at_offset(attrs["DW_AT_ranges"].value, cu=die.cu)
+        else:
+            entries = rl.get_range_list_at_offset(attrs["DW_AT_ranges"].value)
+        base = die.cu.get_top_DIE().attributes.get("DW_AT_low_pc")
+        base = base.value if base else 0
+        out = []
+        for e in entries:
+            if hasattr(e, "begin_offset"):
+                if getattr(e, "is_absolute", False):
+                    out.append((e.begin_offset, e.end_offset))
+                else:
+                    out.append((base + e.begin_offset, base + e.end_offset))
+            elif hasattr(e, "base_address"):
+                base = e.base_address
+        return out
+    return []
+
+
+def _oracle(path: Path):
+    """Per sampled address: (line row (line, column, basename), [(die offset, call line)])."""
+    with open(path, "rb") as f:
+        dw = ELFFile(f).get_dwarf_info()
+        result = {}
+        for cu in dw.iter_CUs():
+            top = cu.get_top_DIE()
+            prog = dw.line_program_for_CU(cu)
+            rows = []
+            for i, entry in enumerate(prog.get_entries()):
+                st = entry.state
+                if st is not None:
+                    rows.append((st.address, 0 if st.end_sequence else 1, i, st))
+            rows.sort(key=lambda r: r[:3])
+            files = prog["file_entry"]
+            v5 = prog["version"] >= 5
+            subs = []
+
+            def visit(die, inside_sub):
+                for child in die.iter_children():
+                    if child.tag == "DW_TAG_subprogram":
+                        if not inside_sub and _die_ranges(child, dw):
+                            subs.append(child)
+                        visit(child, True)
+                    elif not inside_sub:
+                        visit(child, False)
+
+            visit(top, False)
+            for sub in subs:
+                for lo, hi in _die_ranges(sub, dw):
+                    for addr in range(lo, hi, max(1, (hi - lo) // 12)):
+                        idx = max(i for i, r in enumerate(rows) if r[0] <= addr) if rows[0][0] <= addr else None
+                        line = None
+                        if idx is not None and rows[idx][1]:
+                            st = rows[idx][3]
+                            fe = files[st.file if v5 else st.file - 1]
+                            line = (st.line, st.column, os.path.basename(fe.name))
+                        chain = []
+
+                        def inl(die, addr=addr, chain=chain):
+                            for child in die.iter_children():
+                                rng = _die_ranges(child, dw)
+                                has_pc = "DW_AT_low_pc" in child.attributes or "DW_AT_ranges" in child.attributes
+                                inside = any(a <= addr < b for a, b in rng) if has_pc else True
+                                if child.tag == "DW_TAG_inlined_subroutine" and inside:
+                                    call = child.attributes.get("DW_AT_call_line")
+                                    chain.append((child.offset, call.value if call else -1))
+                                    inl(child)
+                                elif child.tag == "DW_TAG_lexical_block" and inside:
+                                    inl(child)
+
+                        inl(sub)
+                        result.setdefault(addr, (line, sub.offset, chain))
+        return result
+
+
+@pytest.mark.parametrize("path", BINARIES)
+def test_lines_and_scopes_match_pyelftools(path: Path) -> None:
+    info = _dwarf(path)
+    oracle = _oracle(path)
+    assert len(oracle) > 10
+    inlined = 0
+    for addr, (line, sub, chain) in oracle.items():
+        got = info.line_at(addr)
+        if line is None:
+            assert got is None
+        else:
+            assert got is not None and got[0].startswith(b"/"), hex(addr)
+            assert (got[1], got[2], os.path.basename(got[0])) == line, hex(addr)
+        scopes = info.scopes_at(addr)
+        assert scopes is not None, hex(addr)
+        assert scopes[0].die_offset == sub
+        assert [(s.die_offset, s.call_line) for s in scopes[1]] == chain, hex(addr)
+        inlined += bool(chain)
+    if "inlin" in path.name or "vector" in path.name:
+        assert inlined > 0
+
+
+def _addr2line_blocks():
+    text = (CORPUS / "recorded" / "inline" / "reference" / "inline-addr2line.txt").read_text()
+    for block in text.split("== ")[1:]:
+        lines = block.strip().splitlines()
+        frames = []
+        for i in range(1, len(lines), 2):
+            where = lines[i + 1].split(" ")[0]
+            file, line = where.rsplit(":", 1)
+            frames.append((lines[i], file, int(line)))
+        yield int(lines[0], 16), frames
+
+
+def test_inline_case_matches_addr2line() -> None:
+    info = _dwarf(CORPUS / "recorded" / "inline" / "inline")
+    checked = 0
+    for addr, frames in _addr2line_blocks():
+        sub, chain = info.scopes_at(addr)
+        names = [s.name for s in reversed(chain)] + [sub.name]
+        assert names == [f[0] for f in frames], hex(addr)
+        file, line, _col = info.line_at(addr)
+        assert file == b"/tmp/corpus-build/inline/" + frames[0][1].encode()
+        assert line == frames[0][2]
+        # the line of each outer frame is the call site of the next inner inlined scope
+        for scope, outer in zip(reversed(chain), frames[1:], strict=True):
+            assert scope.call_file.endswith(b"/" + outer[1].encode())
+            assert scope.call_line == outer[2]
+            assert scope.decl_file.endswith(b"/inl_math.h")
+        checked += 1
+    assert checked > 20
+
+
+def test_vector_static_gcc_matches_upstream_expected() -> None:
+    # perf.data.expected.txt: leaf 4015a4 is vector.tcc:121:4 inside four inline levels of main
+    info = _dwarf(CORPUS / "upstream" / "vector_static_gcc" / "vector_static_gcc_v9.1.0")
+    assert info.line_at(0x4015A4) == (b"/usr/include/c++/9.1.0/bits/vector.tcc", 121, 4)
+    sub, chain = info.scopes_at(0x401572)
+    assert sub.name == "main" and sub.entry_pc is None and (sub.decl_line, sub.decl_column) == (9, 5)
+    assert sub.decl_file.endswith(b"/vector_static_gcc/../../../manual/clients/vector.cpp")
+    assert [s.name for s in chain] == [
+        "std::generate_n<std::back_insert_iterator<std::vector<double> >, int, main()::<lambda()> >"]
+    gen = chain[0]
+    assert gen.entry_pc == 0x40152B and (gen.decl_line, gen.decl_column) == (4441, 5)
+    assert (gen.call_line, gen.call_column) == (16, 6)
+    _, chain = info.scopes_at(0x4015A4)
+    assert chain[-1].name == "void std::vector<double, std::allocator<double> >::emplace_back<double>(double&&)"
+    assert chain[-1].entry_pc == 0x401590
+    assert info.line_at(0) is None and info.scopes_at(0) is None
+
+
+class _Image:
+    little_endian = True
+
+    def __init__(self, sections: dict[str, bytes]) -> None:
+        self._s = sections
+
+    def section(self, name: str):
+        data = self._s.get(name)
+        return None if data is None else (0, memoryview(data))
+
+
+def _sections(path: Path) -> dict[str, bytes]:
+    image = ElfImage.open(str(path))
+    out = {}
+    for name in (".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str", ".debug_line",
+                 ".debug_rnglists", ".debug_ranges"):
+        sec = image.section(name)
+        if sec is not None:
+            out[name] = bytes(sec[1])
+    return out
+
+
+@pytest.mark.parametrize("victim", [".debug_info", ".debug_abbrev", ".debug_line"])
+def test_truncated_and_garbled_sections_never_raise(victim: str) -> None:
+    secs = _sections(CORPUS / "recorded" / "inline" / "inline")
+    good = _dwarf(CORPUS / "recorded" / "inline" / "inline")
+    addrs = [0x11F0, 0x11E0, 0x1100]
+    assert good.scopes_at(0x11F0) is not None
+    data = secs[victim]
+    for cut in (1, 7, len(data) // 3, len(data) // 2, len(data) - 3):
+        for mutate in (lambda d, c=cut: d[:c], lambda d, c=cut: d[:c] + b"\xff" * 9 + d[c + 9:]):
+            info = DwarfInfo.for_image(_Image({**secs, victim: mutate(data)}))
+            if info is None:
+                continue
+            for a in addrs:
+                info.line_at(a)
+                info.scopes_at(a)
+
+
+def test_cyclic_abstract_origin_terminates() -> None:
+    # Patch the inline case so an inlined DIE's abstract origin points at itself.
+    path = CORPUS / "recorded" / "inline" / "inline"
+    secs = _sections(path)
+    info = _dwarf(path)
+    _, chain = info.scopes_at(0x11F0)
+    off = chain[-1].die_offset
+    with open(path, "rb") as f:
+        dw = ELFFile(f).get_dwarf_info()
+        die = dw.get_DIE_from_refaddr(off)
+        attr = die.attributes["DW_AT_abstract_origin"]
+        assert attr.form == "DW_FORM_ref4"
+        cu_off = die.cu.cu_offset
+        pos = attr.offset
+    data = bytearray(secs[".debug_info"])
+    data[pos:pos + 4] = (off - cu_off).to_bytes(4, "little")
+    hostile = DwarfInfo.for_image(_Image({**secs, ".debug_info": bytes(data)}))
+    sub, chain = hostile.scopes_at(0x11F0)
+    assert chain[-1].die_offset == off and chain[-1].name is None
