@@ -56,6 +56,17 @@ def _die_ranges(die, dw) -> list[tuple[int, int]]:
     return []
 
 
+def _top_subprograms(die, inside_sub: bool, subs: list, dw) -> None:
+    """Subprograms with code, searched through everything except other subprograms."""
+    for child in die.iter_children():
+        if child.tag == "DW_TAG_subprogram":
+            if not inside_sub and _die_ranges(child, dw):
+                subs.append(child)
+            _top_subprograms(child, True, subs, dw)
+        elif not inside_sub:
+            _top_subprograms(child, False, subs, dw)
+
+
 def _oracle(path: Path):
     """Per sampled address: (line row (line, column, basename), [(die offset, call line)])."""
     with open(path, "rb") as f:
@@ -74,16 +85,7 @@ def _oracle(path: Path):
             v5 = prog["version"] >= 5
             subs = []
 
-            def visit(die, inside_sub):
-                for child in die.iter_children():
-                    if child.tag == "DW_TAG_subprogram":
-                        if not inside_sub and _die_ranges(child, dw):
-                            subs.append(child)
-                        visit(child, True)
-                    elif not inside_sub:
-                        visit(child, False)
-
-            visit(top, False)
+            _top_subprograms(top, False, subs, dw)
             for sub in subs:
                 for lo, hi in _die_ranges(sub, dw):
                     for addr in range(lo, hi, max(1, (hi - lo) // 12)):
