@@ -209,6 +209,12 @@ def main(argv: list[str] | None = None) -> int:
             os._exit(141)
     except KeyboardInterrupt:
         return 130
+    except Exception as err:  # a bug of ours: one clear line, never a traceback for users
+        if os.environ.get("PERFPARSER_TRACEBACK"):
+            raise
+        _error(f"internal error, please report: {type(err).__name__}: {err} "
+               "(set PERFPARSER_TRACEBACK=1 for details)")
+        return DATA_ERROR
     finally:
         if out is not sys.stdout.buffer and out is not None:
             try:

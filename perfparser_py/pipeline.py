@@ -85,7 +85,7 @@ class Sink:
                 if image is None and not os.path.exists(local):
                     self._missing(path)
             if image is not None:
-                bias = image.load_bias(e.addr, e.pgoff)
+                bias = image.load_bias(e.addr, e.pgoff, e.prot)
                 if bias is None:
                     image = None  # no PT_LOAD covers this piece: not code we can place
         proc = self.session.process(e.pid)
