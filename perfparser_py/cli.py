@@ -191,9 +191,12 @@ def main(argv: list[str] | None = None) -> int:
         _error(f"cannot open output file {out_path}: {err.strerror}")
         return CANNOT_OPEN
     try:
+        from .flavour import FlavourError, choose_flavour
+
         try:
             options = make_options(values)
-        except ValueError as err:
+            options.protocol = choose_flavour(options.protocol, os.environ)
+        except (ValueError, FlavourError) as err:
             print(err, file=sys.stderr)
             return INVALID_OPTION
         from .pipeline import run

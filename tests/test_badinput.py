@@ -3,13 +3,10 @@ written as a valid stream, never a traceback or a hang."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from perfparser_py import protocol as P
-from tests.corpus.expect import CORPUS, load_case
+from tests.corpus.expect import CORPUS, load_case, run_parser
 
 BAD = CORPUS / "recorded" / "badinput"
 
@@ -41,12 +38,13 @@ def test_every_bad_file_is_covered():
 def test_bad_input(name: str, via_stdin: bool, tmp_path):
     code, min_samples = EXPECTED[name]
     path = BAD / name
-    args = [sys.executable, "-m", "perfparser_py.cli", "--app", str(CORPUS / "recorded" / "fp"),
-            "--kallsyms", "/dev/null", "--output", str(tmp_path / "out")]
+    args = ["--app", str(CORPUS / "recorded" / "fp"), "--kallsyms", "/dev/null",
+            "--output", str(tmp_path / "out")]
     if via_stdin:
-        res = subprocess.run(args, stdin=path.open("rb"), capture_output=True, timeout=30)
+        with path.open("rb") as stdin:
+            res = run_parser(args, timeout=30, stdin=stdin)
     else:
-        res = subprocess.run([*args, "--input", str(path)], capture_output=True, timeout=30)
+        res = run_parser([*args, "--input", str(path)], timeout=30)
     err = res.stderr.decode()
     assert "Traceback" not in err
     assert res.returncode == code, err

@@ -113,10 +113,13 @@ def user_frames(sample: DecodedSample) -> list[Frame]:
     return [f for f in sample.frames if not f.kernel]
 
 
-def run_parser(args: list[str], cwd: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_parser(args: list[str], cwd: str | None = None, timeout: float = 300,
+               stdin=None) -> subprocess.CompletedProcess:
+    """Our parser: the frozen executable if PERFPARSER_EXE is set, else the package."""
     exe = os.environ.get("PERFPARSER_EXE")
     cmd = [exe] if exe else [sys.executable, "-m", "perfparser_py.cli"]
-    return subprocess.run(cmd + args, capture_output=True, timeout=timeout, cwd=cwd)
+    return subprocess.run(cmd + args, capture_output=True, timeout=timeout, cwd=cwd,
+                          stdin=stdin)
 
 
 def case_options(case_dir: Path) -> list[str]:
