@@ -243,3 +243,93 @@ def test_cyclic_abstract_origin_terminates() -> None:
     hostile = DwarfInfo.for_image(_Image({**secs, ".debug_info": bytes(data)}))
     sub, chain = hostile.scopes_at(0x11F0)
     assert chain[-1].die_offset == off and chain[-1].name is None
+
+
+def _uleb(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def _synthetic_dwarf5() -> dict[str, bytes]:
+    """A hand-made DWARF 5 unit using the index forms gcc's corpus builds do not:
+    strx1, addrx, addrx1, rnglistx, with .debug_str_offsets/.debug_addr/.debug_rnglists."""
+    import struct
+
+    strings = [b"main.c", b"/src", b"outer", b"inner", b"ns"]
+    debug_str = b"\0"
+    offsets = []
+    for s in strings:
+        offsets.append(len(debug_str))
+        debug_str += s + b"\0"
+    body = struct.pack("<HH", 5, 0) + b"".join(struct.pack("<I", o) for o in offsets)
+    str_offsets = struct.pack("<I", len(body)) + body
+    body = struct.pack("<HBB", 5, 8, 0) + struct.pack("<QQ", 0x1000, 0x1010)
+    debug_addr = struct.pack("<I", len(body)) + body
+    lists = bytes([3]) + _uleb(0) + _uleb(0x40) + bytes([0])
+    body = struct.pack("<HBBI", 5, 8, 0, 1) + struct.pack("<I", 4) + lists
+    rnglists = struct.pack("<I", len(body)) + body
+
+    def abbrev(code, tag, children, specs):
+        out = _uleb(code) + _uleb(tag) + bytes([children])
+        for attr, form in specs:
+            out += _uleb(attr) + _uleb(form)
+        return out + b"\0\0"
+
+    debug_abbrev = (
+        abbrev(1, 0x11, 1, [(0x03, 0x25), (0x1B, 0x25), (0x11, 0x1B), (0x12, 0x06), (0x10, 0x17),
+                            (0x72, 0x17), (0x73, 0x17), (0x74, 0x17)])
+        + abbrev(2, 0x2E, 1, [(0x03, 0x25), (0x55, 0x23), (0x3A, 0x0B), (0x3B, 0x0B)])
+        + abbrev(3, 0x1D, 0, [(0x31, 0x13), (0x11, 0x29), (0x12, 0x06), (0x58, 0x0B),
+                              (0x59, 0x0B), (0x57, 0x0B)])
+        + abbrev(4, 0x2E, 0, [(0x03, 0x25), (0x3A, 0x0B), (0x3B, 0x0B)])
+        + abbrev(5, 0x39, 1, [(0x03, 0x25)])
+        + b"\0"
+    )
+    inner_off = 12 + 24 + 2
+    dies = (
+        bytes([1, 0, 1]) + _uleb(0) + struct.pack("<IIIII", 0x40, 0, 8, 8, 12)
+        + bytes([5, 4])
+        + bytes([4, 3, 1, 3]) + b"\0"
+        + bytes([2, 2]) + _uleb(0) + bytes([0, 9])
+        + bytes([3]) + struct.pack("<I", inner_off) + bytes([1]) + struct.pack("<I", 0x10)
+        + bytes([0, 11, 2]) + b"\0"
+        + b"\0"
+    )
+    body = struct.pack("<HBBI", 5, 1, 8, 0) + dies
+    debug_info = struct.pack("<I", len(body)) + body
+
+    std_lengths = bytes([0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1])
+    tables = (bytes([1]) + _uleb(1) + _uleb(0x08) + _uleb(2) + b"/src\0inc\0"
+              + bytes([2]) + _uleb(1) + _uleb(0x08) + _uleb(2) + _uleb(0x0B)
+              + _uleb(2) + b"main.c\0\0x.h\0\1")
+    header_rest = bytes([1, 1, 1, 0xFB, 14, 13]) + std_lengths + tables
+    program = (b"\0" + _uleb(9) + b"\2" + struct.pack("<Q", 0x1000)
+               + b"\4" + _uleb(0) + b"\3" + _uleb(9) + b"\1"
+               + b"\4" + _uleb(1) + b"\2" + _uleb(0x10) + b"\3" + _uleb(5) + b"\1"
+               + b"\2" + _uleb(0x30) + b"\0\1\1")
+    body = struct.pack("<HBBI", 5, 8, 0, len(header_rest)) + header_rest + program
+    debug_line = struct.pack("<I", len(body)) + body
+    return {".debug_info": debug_info, ".debug_abbrev": debug_abbrev, ".debug_str": debug_str,
+            ".debug_str_offsets": str_offsets, ".debug_addr": debug_addr,
+            ".debug_rnglists": rnglists, ".debug_line": debug_line}
+
+
+def test_dwarf5_index_forms() -> None:
+    info = DwarfInfo.for_image(_Image(_synthetic_dwarf5()))
+    assert info.line_at(0x1000) == (b"/src/main.c", 10, 0)
+    assert info.line_at(0x1010) == (b"/src/inc/x.h", 15, 0)
+    assert info.line_at(0x1040) is None
+    sub, chain = info.scopes_at(0x1012)
+    assert (sub.name, sub.entry_pc, sub.decl_file, sub.decl_line) == ("outer", None, b"/src/main.c", 9)
+    assert len(chain) == 1
+    inl = chain[0]
+    assert (inl.name, inl.entry_pc, inl.decl_file, inl.decl_line) == ("ns::inner", 0x1010, b"/src/inc/x.h", 3)
+    assert (inl.call_file, inl.call_line, inl.call_column) == (b"/src/main.c", 11, 2)
+    sub, chain = info.scopes_at(0x1030)
+    assert sub.name == "outer" and chain == []
+    assert info.scopes_at(0x1040) is None
