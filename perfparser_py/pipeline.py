@@ -17,8 +17,10 @@ from .ordering import MMAP, SAMPLE, TASK, EventQueue
 from .perfdata import events as ev
 from .perfdata.attr import generated_name
 from .perfdata.errors import PerfDataError
+from .perfdata.tracing import parse_tracing_data
 from .session import KERNEL_PID, MISC_COMM_EXEC, Mapping, Session, is_special
 from .symbolize import Symbolizer
+from .tracepoints import Tracepoints
 from .unwind.framepointer import callchain_frames
 
 CPUMODE_MASK, CPUMODE_USER = 7, 2
@@ -55,6 +57,7 @@ class Sink:
         if kallsyms is None:
             kallsyms = options.sysroot + "/proc/kallsyms"
         self.symbolizer = Symbolizer(emitter, kallsyms, options.perf_map_path)
+        self.tracepoints = Tracepoints(emitter)
         self.arch = "x86_64"  # set from the data (ARCH feature) or --arch
         self.unwinder = None  # (unwind function, Cfi class) once DWARF unwinding is possible
         self._cfi: dict[int, object] = {}
@@ -147,9 +150,12 @@ class Sink:
             values = [(attrs.attribute_id(i), v) for v, i in e.read_values]
         else:
             values = [(attrs.attribute_id(e.id or 0), e.period or 0)]
-        if e.attr.type == TRACEPOINT:
+        attr = e.attr
+        if attr.type == TRACEPOINT:
+            format_id, trace_data = self.tracepoints.trace_data(attr.config, e.raw,
+                                                                attr.big_endian)
             self.writer.tracepoint_sample(e.pid, e.tid, e.time, e.cpu, frames, guessed, values,
-                                          e.attr.config, ())
+                                          format_id, trace_data)
         else:
             self.writer.sample(e.pid, e.tid, e.time, e.cpu, frames, guessed, values)
 
@@ -247,6 +253,9 @@ def run(options, out) -> int:
                 attrs.register(e.attr, e.name or generated_name(e.attr), e.ids)
                 if e.attr.type == TRACEPOINT:
                     queue.tracepoint_registered()
+            elif kind is ev.TracingDataEvent:
+                if not stats_mode:
+                    sink.tracepoints.add(parse_tracing_data(e.data))
             elif kind is ev.FeaturesEvent:
                 f = e.features
                 if f.arch:
