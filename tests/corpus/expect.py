@@ -224,3 +224,43 @@ def evaluate(expect: dict, samples: list[DecodedSample], symbols_table: dict) ->
             f"{f.sym}@{base(f.dso)}{'[k]' if f.kernel else ''}" for f in example.frames[:8]
         )
     return passed, f"{expect.get('id')}: selected {len(sel)}, matching {match} ({frac:.3f}){detail}"
+
+
+def evaluate_offcpu(expect: dict, samples: list[DecodedSample], stream: P.Stream,
+                    symbols_table: dict) -> tuple[bool, str]:
+    """One kind="offcpu" expectation: the off-CPU time of `tid`, per phase.
+
+    Every sched_switch sample of the tid starts an off-CPU interval that ends at the tid's next
+    ContextSwitch with switch_out false (hotspot's off-CPU recipe). An interval belongs to the
+    phase (a table of the expectation with `switches` and `seconds`) whose function is on the
+    sample's stack; its switch count must match and its summed time lie within `tolerance`
+    (relative) of `seconds`.
+    """
+    tid = expect["tid"]
+    phases = {k: v for k, v in expect.items() if isinstance(v, dict) and "seconds" in v}
+    switch_ins = sorted(m.time for m in stream.messages
+                        if isinstance(m, P.ContextSwitch) and m.tid == tid and not m.switch_out)
+    found = {name: [0, 0.0] for name in phases}
+    for s in samples:
+        if s.tid != tid or not s.event.startswith("sched:sched_switch"):
+            continue
+        later = [t for t in switch_ins if t >= s.time]
+        if not later:
+            continue
+        for name in phases:
+            alt = symbols_table.get(name, {})
+            names = {name, alt.get("mangled"), alt.get("no_params")}
+            if any(f.sym in names for f in s.frames):
+                found[name][0] += 1
+                found[name][1] += (later[0] - s.time) / 1e9
+                break
+    passed = True
+    parts = []
+    for name, want in phases.items():
+        switches, seconds = found[name]
+        ok = (switches == want["switches"]
+              and abs(seconds - want["seconds"]) <= want["tolerance"] * want["seconds"])
+        passed = passed and ok
+        parts.append(f"{name}: {switches} switches, {seconds:.4f} s "
+                     f"(want {want['switches']}, {want['seconds']} ± {want['tolerance']:.0%})")
+    return passed, f"{expect.get('id')}: " + "; ".join(parts)

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.corpus.expect import CORPUS, case_options, decode, evaluate, load_case, run_parser
+from tests.corpus.expect import (
+    CORPUS,
+    case_options,
+    decode,
+    evaluate,
+    evaluate_offcpu,
+    load_case,
+    run_parser,
+)
 
 RECORDED = CORPUS / "recorded"
 CASES = sorted(p.name for p in RECORDED.iterdir() if (p / "case.toml").is_file() and p.name != "badinput")
@@ -32,7 +40,7 @@ def _expectations():
         manifest = load_case(RECORDED / case)
         for i, e in enumerate(manifest.get("expect", [])):
             kind = e.get("kind", "samples")
-            if kind in ("samples", "count", "lost"):
+            if kind in ("samples", "count", "lost", "offcpu"):
                 yield pytest.param(case, i, id=f"{case}-{e.get('id', i)}")
 
 
@@ -55,6 +63,9 @@ def test_expectation(case: str, index: int) -> None:
 
         lost = [m for m in stream.messages if isinstance(m, P.Lost)]
         assert sum(m.lost for m in lost) == e["total_lost"]
+    elif kind == "offcpu":
+        ok, detail = evaluate_offcpu(e, samples, stream, manifest.get("symbols", {}))
+        assert ok, detail
     else:
         ok, detail = evaluate(e, samples, manifest.get("symbols", {}))
         assert ok, detail
