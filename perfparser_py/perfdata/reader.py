@@ -111,12 +111,18 @@ class PerfReader:
         if header_size > h.FILE_HEADER_SIZE:
             print("Header not completely read.", file=sys.stderr)
         data_offset, data_size = hdr.data.offset, hdr.data.size
+        unfinished = data_size == 0 and h.FILE_HEADER_SIZE <= data_offset < n
+        if unfinished:
+            # perf record was killed before it finalised the header: like perf report, read
+            # the records up to the end of the file (there are no feature sections yet)
+            print("WARNING: The perf.data file's data size field is 0 which is unexpected.\n"
+                  "Was the 'perf record' command properly terminated?", file=sys.stderr)
         data_end = data_offset + data_size
         truncated = data_end > n
         if truncated and (data_offset >= n or hdr.attrs.offset + hdr.attrs.size > n):
             raise _header_error(f"{_TOO_SMALL} (data ends at {data_end}, file has {n} bytes)")
         try:
-            yield from self._file_body(buf, hdr, truncated)
+            yield from self._file_body(buf, hdr, truncated, unfinished)
         except PerfDataError as exc:
             if truncated:
                 raise _header_error(f"{_TOO_SMALL} ({exc})") from None
@@ -144,11 +150,14 @@ class PerfReader:
             raise _data_error("Failed to read attributes: the attribute section is empty")
         return entries
 
-    def _file_body(self, buf: memoryview, hdr, truncated: bool) -> Iterator[object]:
+    def _file_body(self, buf: memoryview, hdr, truncated: bool,
+                   unfinished: bool = False) -> Iterator[object]:
         entries = self._attr_section(buf, hdr)
         self._set_global(entries[0][0])
         data_offset, data_size = hdr.data.offset, hdr.data.size
-        bits = h.feature_bits(list(hdr.features), self.big_endian)
+        if unfinished:
+            data_size = len(buf) - data_offset
+        bits = [] if unfinished else h.feature_bits(list(hdr.features), self.big_endian)
         features = parse_features(buf, bits, data_offset + data_size, self.big_endian)
         check_feature(features.compressed)
         if features.tracing_data is not None:
@@ -172,7 +181,15 @@ class PerfReader:
         yield ev.DataStartEvent(data_offset, data_size)
         yield ev.ProgressEvent(0.0)
         end = min(data_offset + data_size, len(buf))
-        yield from self._finish(self._records(buf, data_offset, end, (data_offset, data_size)))
+        progress = (data_offset, data_size)
+        if not unfinished:
+            yield from self._finish(self._records(buf, data_offset, end, progress))
+            return
+        pos = yield from self._records(buf, data_offset, end, progress, partial=True)
+        yield from self._finish(iter(()))
+        if pos < end:
+            print(f"perfparser: the recording ends inside a record at offset {pos}: "
+                  f"{end - pos} bytes of an unfinished record ignored", file=sys.stderr)
 
     # ---------------------------------------------------------------- pipe mode
 
