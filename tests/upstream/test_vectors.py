@@ -55,3 +55,51 @@ def test_vector_matches_expected_except_listed_fixes(vector: str) -> None:
     listed_file = HERE / (vector.replace("/", "_") + ".diff")
     listed = listed_file.read_text().splitlines() if listed_file.exists() else []
     assert got == listed
+
+
+GOLDEN = CORPUS.parent / "spec" / "golden"
+
+
+def our_stream(vector: str, tmp_path: Path) -> Path:
+    path = UPSTREAM / vector
+    out = tmp_path / "ours.qperfstream"
+    res = run_parser(["--input", str(path), "--app", str(path.parent), "--sysroot", ":/",
+                      "--debug", "", "--kallsyms", "/dev/null", "--protocol", "1.5",
+                      "--output", str(out)])
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    return out
+
+
+def test_cpp_inlining_symbol_ids(tmp_path: Path) -> None:
+    """Upstream's testInlineDetection: id 29 is main, id 104 the inlined _Mod::__calc."""
+    stream = P.read_stream(our_stream("cpp-inlining/cpp-inlining.perf.data", tmp_path).read_bytes())
+    strings = {m.id: m.string for m in stream.messages if isinstance(m, P.String)}
+    symbols = {m.id: m for m in stream.messages if isinstance(m, P.Symbol)}
+    assert strings[symbols[29].name] == b"main" and not symbols[29].is_inline
+    assert strings[symbols[104].name] == (
+        b"std::__detail::_Mod<unsigned long, 2147483647ul, 16807ul, 0ul, true, true>"
+        b"::__calc(unsigned long)"
+    )
+    assert symbols[104].is_inline
+
+
+# vector -> golden stream of upstream's output for it
+GOLDENS = {
+    "cpp-inlining/cpp-inlining.perf.data": "cpp-inlining_cpp-inlining.perf.data",
+    "vector_static_gcc/perf.data": "vector_static_gcc_perf.data",
+    "vector_static_clang/perf.data": "vector_static_clang_perf.data",
+    "fork_static_gcc/perf.data.zstd": "fork_static_gcc_perf.data.zstd",
+    "probe.data.file": "probe.data.file",
+    "probe.data.stream": "probe.data.stream",
+}
+
+
+@pytest.mark.parametrize("vector", sorted(GOLDENS))
+def test_same_stacks_as_upstream_golden(vector: str, tmp_path: Path) -> None:
+    """tools/compare in --reference-stream mode: every sample's stack equals upstream's."""
+    from perfparser_py import compare
+
+    ours = our_stream(vector, tmp_path)
+    golden = GOLDEN / f"{GOLDENS[vector]}.qperfstream"
+    code = compare.main(["--ours-stream", str(ours), "--reference-stream", str(golden)])
+    assert code == 0
