@@ -92,18 +92,41 @@ def _tracefs() -> None:
         subprocess.run(["mount", "-t", "tracefs", "nodev", str(tracefs)], check=False)
 
 
-def test_fresh_recording_decodes_every_field(tmp_path) -> None:
+def record(tmp_path: Path, *args: str) -> Path:
     _tracefs()
     data = tmp_path / "perf.data"
-    rec = subprocess.run(
-        ["perf", "record", "-q", "-e", "sched:sched_switch", "-e", "sched:sched_process_exec",
-         "--switch-events", "-o", str(data), "--", "sh", "-c", "sleep 0.01; sleep 0.01"],
-        capture_output=True, timeout=60)
+    rec = subprocess.run(["perf", "record", "-q", "--switch-events", "-o", str(data), *args],
+                         capture_output=True, timeout=60)
     assert rec.returncode == 0, rec.stderr.decode()
+    return data
+
+
+def perf_switches(data: Path) -> list[tuple[int, bool]]:
+    """(tid, switch out) of every switch record, as `perf script` sees them."""
+    out = subprocess.run(["perf", "script", "-i", str(data), "--show-switch-events"],
+                         capture_output=True, timeout=60).stdout.decode()
+    found = []
+    for line in out.splitlines():
+        if "PERF_RECORD_SWITCH" in line:
+            words = line.split()
+            at = next(i for i, w in enumerate(words) if w.startswith("PERF_RECORD_SWITCH"))
+            found.append((int(words[at - 3].split("/")[-1]), words[at + 1] == "OUT"))
+    return found
+
+
+def assert_switches_like_perf(stream: P.Stream, data: Path) -> None:
+    ours = [(m.tid, m.switch_out) for m in of(stream, P.ContextSwitch)]
+    assert ours and Counter(ours) == Counter(perf_switches(data))
+
+
+def test_fresh_recording_decodes_every_field(tmp_path) -> None:
+    data = record(tmp_path, "-e", "sched:sched_switch", "-e", "sched:sched_process_exec",
+                  "--", "sh", "-c", "sleep 0.01; sleep 0.01")
     stream = run(tmp_path, data)
     s = strings(stream)
     samples = of(stream, P.TracePointSample)
-    assert samples and of(stream, P.ContextSwitch)
+    assert samples
+    assert_switches_like_perf(stream, data)
     formats = {m.id: s[m.name] for m in of(stream, P.TracePointFormat)}
     assert set(formats.values()) >= {b"sched_switch", b"sched_process_exec"}
     seen = set()
@@ -117,3 +140,10 @@ def test_fresh_recording_decodes_every_field(tmp_path) -> None:
             assert fields[b"filename"].type_id == 12
             seen.add(fields[b"filename"].value.rstrip(b"\0").rsplit(b"/", 1)[-1])
     assert b"sleep" in seen
+
+
+def test_cpu_wide_switch_records(tmp_path) -> None:
+    data = record(tmp_path, "-a", "-e", "sched:sched_switch", "--", "sleep", "0.02")
+    stream = run(tmp_path, data)
+    assert_switches_like_perf(stream, data)
+    assert all(v.type_id != 0 for m in of(stream, P.TracePointSample) for _k, v in m.trace_data)
