@@ -43,6 +43,8 @@ FieldPlan = tuple[int, int, int, "struct.Struct | None", bool, Contents]
 
 
 def _contents(f: FormatField, endian: str) -> Contents:
+    if f.size < 0:
+        return (_INVALID, None, 0, 0)
     signed = bool(f.flags & FIELD_SIGNED)
     if f.flags & FIELD_ARRAY:
         if f.flags & FIELD_STRING:

@@ -43,8 +43,9 @@ def test_big_endian_raw_data() -> None:
 
 
 def test_out_of_bounds_and_odd_sizes_are_invalid() -> None:
-    fs = fields((b"int a", 0, 4, 1), (b"u64 far", 8, 8, 0), (b"char odd", 0, 3, 0))
-    assert decode(fs, b"\1\0\0\0\0\0\0\0") == [Variant(2, 1), INVALID_VARIANT, INVALID_VARIANT]
+    fs = fields((b"int a", 0, 4, 1), (b"u64 far", 8, 8, 0), (b"char odd", 0, 3, 0),
+                (b"char neg[4]", 0, -4, 0), (b"int before", -4, 4, 1))
+    assert decode(fs, b"\1\0\0\0\0\0\0\0") == [Variant(2, 1)] + [INVALID_VARIANT] * 4
 
 
 def test_char_arrays_are_byte_arrays_with_nuls() -> None:
@@ -95,3 +96,18 @@ def test_any_raw_bytes_decode(raw: bytes, big_endian: bool) -> None:
                 (b"long x", 8, 8, 1), (b"u32 arr[3]", 16, 12, 0))
     out = decode(fs, memoryview(raw), big_endian)
     assert len(out) == 4
+
+
+DECLS = [b"int x", b"char x[4]", b"__data_loc char[] x", b"__rel_loc u16[] x", b"long x[]",
+         b"struct s x[]", b"u8 x[0]", b"unsigned long x[2]", b"void *x", b"__data_loc int[] x"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(DECLS), st.integers(-8, 80), st.integers(-8, 80),
+                          st.integers(0, 1)), max_size=6),
+       st.binary(max_size=96), st.booleans())
+def test_any_format_on_any_raw_bytes(lines, raw: bytes, big_endian: bool) -> None:
+    fs = fields(*lines)
+    out = decode(fs, raw, big_endian)
+    assert len(out) == len(lines)
+    assert all(isinstance(v, Variant) for v in out)
