@@ -36,27 +36,31 @@ BYTES_TYPE = 12
 # plan kinds
 _SCALAR, _BYTES, _LIST, _INVALID = range(4)
 
-# (kind, struct or None, type id, element size) of the (possibly dynamic) field contents
-Contents = tuple[int, "struct.Struct | None", int, int]
+# Variants are immutable: the values a field keeps repeating (comms, priorities, states,
+# pids) share one object per field, up to this many
+_MEMO_MAX = 4096
+
+# (kind, struct or None, type id, element size, memo) of the (possibly dynamic) field contents
+Contents = tuple[int, "struct.Struct | None", int, int, dict]
 # (name id, offset, size, locator struct or None, locator relative, contents)
 FieldPlan = tuple[int, int, int, "struct.Struct | None", bool, Contents]
 
 
 def _contents(f: FormatField, endian: str) -> Contents:
     if f.size < 0:
-        return (_INVALID, None, 0, 0)
+        return (_INVALID, None, 0, 0, {})
     signed = bool(f.flags & FIELD_SIGNED)
     if f.flags & FIELD_ARRAY:
         if f.flags & FIELD_STRING:
-            return (_BYTES, None, BYTES_TYPE, 1)
+            return (_BYTES, None, BYTES_TYPE, 1, {})
         key = (f.elementsize, signed)
         if key not in _CODES:
-            return (_INVALID, None, 0, 0)  # upstream loops forever on element size 0
-        return (_LIST, struct.Struct(endian + _CODES[key]), _TYPE_IDS[key], f.elementsize)
+            return (_INVALID, None, 0, 0, {})  # upstream loops forever on element size 0
+        return (_LIST, struct.Struct(endian + _CODES[key]), _TYPE_IDS[key], f.elementsize, {})
     key = (f.size, signed)
     if key not in _CODES:
-        return (_INVALID, None, 0, 0)
-    return (_SCALAR, struct.Struct(endian + _CODES[key]), _TYPE_IDS[key], f.size)
+        return (_INVALID, None, 0, 0, {})
+    return (_SCALAR, struct.Struct(endian + _CODES[key]), _TYPE_IDS[key], f.size, {})
 
 
 def compile_plan(fields: list[FormatField], name_ids: list[int], big_endian: bool
@@ -88,17 +92,25 @@ def decode_raw(plan: tuple[FieldPlan, ...], raw) -> list[tuple[int, Variant]]:
             if offset + size > end:
                 out.append((nid, INVALID_VARIANT))
                 continue
-        kind, st, type_id, elem = contents
-        if kind == _BYTES:
-            out.append((nid, Variant(BYTES_TYPE, bytes(raw[offset:offset + size]))))
-        elif kind == _SCALAR:
-            out.append((nid, Variant(type_id, st.unpack_from(raw, offset)[0])))
+        kind, st, type_id, elem, memo = contents
+        if kind == _SCALAR:
+            value = st.unpack_from(raw, offset)[0]
+        elif kind == _BYTES:
+            value = bytes(raw[offset:offset + size])
         elif kind == _LIST:
             values = [Variant(type_id, v) for (v,) in
                       st.iter_unpack(raw[offset:offset + size - size % elem])]
             out.append((nid, Variant(LIST_TYPE, values)))
+            continue
         else:
             out.append((nid, INVALID_VARIANT))
+            continue
+        v = memo.get(value)
+        if v is None:
+            v = Variant(type_id, value)
+            if len(memo) < _MEMO_MAX:
+                memo[value] = v
+        out.append((nid, v))
     return out
 
 
