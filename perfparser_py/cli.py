@@ -33,8 +33,8 @@ _VALUE_OPTIONS = {
     "buffer-size": "Size of event buffer in kilobytes (default: 32768; 0 = rounds only).",
     "max-buffer-size": "Maximum size of event buffer in kilobytes (default: 1048576).",
     "max-frames": "Maximum number of frames that will be unwound (default: 64, -1 = no limit).",
-    "protocol": "Output protocol flavour: auto, current (hotspot >= 1.6), 1.5 (hotspot "
-    "1.4/1.5), 1.3 (hotspot 1.3.0). Default: $PERFPARSER_PROTOCOL, else auto.",
+    "protocol": "Output protocol flavour: auto, current (hotspot >= 1.6), 1.5, 1.4, 1.3 "
+    "(those hotspot releases). Default: $PERFPARSER_PROTOCOL, else auto.",
 }
 _FLAG_OPTIONS = {
     "print-stats": "Print statistics instead of the protocol stream.",

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-FLAVOURS = ("current", "1.5", "1.3")
+FLAVOURS = ("current", "1.5", "1.4", "1.3")
 AUTO = "auto"
 ENV_VAR = "PERFPARSER_PROTOCOL"
 
@@ -74,12 +74,14 @@ def detect_flavour(env: Mapping[str, str], pid: int | None = None) -> str:
 
 
 def flavour_for_version(version: tuple[int, int, int] | None) -> str:
-    """hotspot ≤ 1.3 reads the 1.3 layouts, 1.4/1.5 the reference ones, ≥ 1.6 current."""
+    """The layout each hotspot release reads (PROTOCOL.md §5.2)."""
     if version is None:
         return "current"
     major_minor = version[:2]
     if major_minor < (1, 4):
         return "1.3"
+    if major_minor < (1, 5):
+        return "1.4"
     if major_minor < (1, 6):
         return "1.5"
     return "current"

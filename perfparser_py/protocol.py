@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, ClassVar
 
 from .protocol_schema import SCHEMA
 
-FLAVOURS = ("current", "1.5", "1.3")
+FLAVOURS = ("current", "1.5", "1.4", "1.3")
 MAGIC = b"QPERFSTREAM\0"
 VERSION = 19  # QDataStream::Qt_5_12..5_15; identical encoding for every type used here
 HEADER = MAGIC + struct.pack("<i", VERSION)

@@ -60,7 +60,7 @@ def test_explicit_choice_order(cli, env, expected):
     assert choose_flavour(cli, env) == expected
 
 
-@pytest.mark.parametrize(("cli", "env"), [("1.4", {}), (None, {"PERFPARSER_PROTOCOL": "old"})])
+@pytest.mark.parametrize(("cli", "env"), [("1.6", {}), (None, {"PERFPARSER_PROTOCOL": "old"})])
 def test_unknown_flavour_is_rejected(cli, env):
     with pytest.raises(FlavourError, match="unknown protocol"):
         choose_flavour(cli, env)
@@ -72,7 +72,7 @@ def test_unknown_flavour_is_rejected(cli, env):
         (None, "current"),
         ((1, 2, 0), "1.3"),
         ((1, 3, 0), "1.3"),
-        ((1, 4, 1), "1.5"),
+        ((1, 4, 1), "1.4"),
         ((1, 5, 1), "1.5"),
         ((1, 6, 0), "current"),
         ((2, 0, 0), "current"),
