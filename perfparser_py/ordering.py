@@ -58,7 +58,10 @@ class EventQueue:
     def __init__(self, sink, buffer_size: int, max_buffer_size: int) -> None:
         self.sink = sink
         self.stats = Stats()
-        self._events: list[tuple[int, int, int, int, object]] = []  # (time, kind, seq, size, ev)
+        # (time, is_sample, seq, kind, size, event): plain tuple order is the processing order
+        # (samples after the mmaps/task events of the same time, file order otherwise), so
+        # the flush sorts without a key function; seq is unique, events are never compared
+        self._events: list[tuple[int, bool, int, int, int, object]] = []
         self._seq = 0
         self._bytes = 0
         # target/last/max as upstream initialises them, then the command line (SEMANTICS §6.1)
@@ -114,7 +117,7 @@ class EventQueue:
             st.max_reorder_time = max(st.max_reorder_time, st.max_time - time)
         else:
             st.max_time = time  # a time-0 event resets it, as upstream does (SEMANTICS §16)
-        self._events.append((time, kind, self._seq, size, event))
+        self._events.append((time, kind == SAMPLE, self._seq, kind, size, event))
         self._seq += 1
         self._bytes += size
         self._round_bytes += size
@@ -158,7 +161,7 @@ class EventQueue:
         st = self.stats
         st.buffer_flushes += 1
         events = self._events
-        events.sort(key=_time_kind_seq)
+        events.sort()
         limit = self._last_flush_max_time
         start_bytes = self._bytes
         self._counts = [0, 0, 0]
@@ -166,7 +169,7 @@ class EventQueue:
         pending = 0  # events[pending:i] are non-sample events waiting for the next sample
         i = 0
         for i, item in enumerate(events):
-            if item[1] != SAMPLE:
+            if not item[1]:
                 continue
             if self._bytes <= desired:
                 break
@@ -184,7 +187,7 @@ class EventQueue:
         # After the last sample handed out: task events go while over the target (so a final
         # flush(0) sends them all); mmaps stay until a sample needs them, as upstream does.
         kept = events[pending:]
-        rest = [item for item in kept if item[1] != TASK or self._bytes <= desired or
+        rest = [item for item in kept if item[3] != TASK or self._bytes <= desired or
                 self._release(item, limit)]
         events[:] = rest
         st.max_samples_per_flush = max(st.max_samples_per_flush, self._counts[SAMPLE])
@@ -197,7 +200,7 @@ class EventQueue:
 
     def _release(self, item, limit: int) -> None:
         """Hand one event to the sink; returns None so it filters out of the kept list."""
-        time, kind, _seq, size, ev = item
+        time, _is_sample, _seq, kind, size, ev = item
         self._bytes -= size
         self._counts[kind] += 1
         sink = self.sink
@@ -213,11 +216,6 @@ class EventQueue:
                 sink.mmap(ev)
             else:
                 sink.task(ev)
-
-
-def _time_kind_seq(item):
-    # samples after the mmaps/task events of the same time; file order otherwise
-    return (item[0], item[1] == SAMPLE, item[2])
 
 
 def _version_at_least(version: bytes, wanted: tuple[int, ...]) -> bool:

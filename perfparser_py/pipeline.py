@@ -21,7 +21,6 @@ from .perfdata.tracing import parse_tracing_data
 from .session import KERNEL_PID, MISC_COMM_EXEC, Mapping, Session, is_special
 from .symbolize import Symbolizer
 from .tracepoints import Tracepoints
-from .unwind.framepointer import callchain_frames
 
 CPUMODE_MASK, CPUMODE_USER = 7, 2
 TRACEPOINT = 2
@@ -134,12 +133,12 @@ class Sink:
         sym = self.symbolizer
         sym.prepare(proc)
         frames: list[int] = []
-        in_kernel = self._kernel_range_check(e.ip)
+        in_kernel = kernel.space.contains(e.ip)
         if e.callchain or e.branch_stack:
             cpumode = e.misc & CPUMODE_MASK
             ip_is_user = cpumode == CPUMODE_USER or (cpumode == 0 and not in_kernel)
-            for addr, is_kernel in callchain_frames(e.callchain, e.ip, ip_is_user, e.branch_stack):
-                frames.append(sym.frame(kernel if is_kernel else proc, addr, is_kernel))
+            frames = sym.callchain(proc, kernel, session.kernel_generation, e.callchain, e.ip,
+                                   ip_is_user, e.branch_stack).copy()
         guessed = 0
         if e.regs_abi and e.stack is not None and len(e.stack) and self.unwinder is not None:
             guessed = self._unwind(e, proc, frames)
@@ -158,13 +157,6 @@ class Sink:
                                           format_id, trace_data)
         else:
             self.writer.sample(e.pid, e.tid, e.time, e.cpu, frames, guessed, values)
-
-    def _kernel_range_check(self, ip: int) -> bool:
-        space = self.session.kernel.space
-        if not len(space):
-            return False
-        maps = list(space)
-        return maps[0].start <= ip < maps[-1].end
 
     def _unwind(self, e, proc, frames: list[int]) -> int:
         unwind, cfi_for = self.unwinder

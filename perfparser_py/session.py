@@ -72,6 +72,11 @@ class AddressSpace:
     def __iter__(self):
         return iter(self._maps)
 
+    def contains(self, addr: int) -> bool:
+        """Whether addr lies between the first mapping's start and the last one's end."""
+        maps = self._maps
+        return bool(maps) and maps[0].start <= addr < maps[-1].end
+
     def find(self, addr: int) -> Mapping | None:
         i = bisect.bisect_right(self._starts, addr) - 1
         if i >= 0:
@@ -115,7 +120,8 @@ class AddressSpace:
 class Process:
     """Per-process state: address space, caches and unwinding history."""
 
-    __slots__ = ("cache", "first_image", "history", "perf_map", "pid", "space")
+    __slots__ = ("cache", "chains", "chains_generation", "first_image", "history", "perf_map",
+                 "pid", "space")
 
     def __init__(self, pid: int, space: AddressSpace | None = None) -> None:
         self.pid = pid
@@ -124,6 +130,9 @@ class Process:
         self.cache: dict[int, int] = {}  # ip -> location id for addresses outside mappings
         self.history: dict[int, int] = {}  # stack words seen in earlier samples
         self.perf_map = None  # PerfMap | None, opened lazily by the symbolizer
+        # callchain -> location ids, valid while neither this space nor the kernel's changes
+        self.chains: dict[tuple, list[int]] = {}
+        self.chains_generation = 0
 
     def changed(self) -> None:
         self.cache.clear()
@@ -135,6 +144,7 @@ class Session:
     def __init__(self) -> None:
         self.processes: dict[int, Process] = {}
         self.kernel = Process(KERNEL_PID)
+        self.kernel_generation = 0  # bumped by every kernel mapping (invalidates chains)
 
     def process(self, pid: int) -> Process:
         if pid == KERNEL_PID:
@@ -168,5 +178,8 @@ class Session:
         proc = self.process(pid)
         if mapping.image is not None and proc.first_image is None:
             proc.first_image = mapping.image
+        proc.chains.clear()
+        if pid == KERNEL_PID:
+            self.kernel_generation += 1
         if proc.space.insert(mapping):
             proc.changed()

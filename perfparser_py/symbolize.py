@@ -14,6 +14,9 @@ from .elf.finder import normalize_path
 from .elf.image import ElfImage
 from .emit import Emitter
 from .session import KERNEL_PID, Mapping, Process
+from .unwind.framepointer import callchain_frames
+
+_MAX_CHAINS = 1 << 16  # per process; beyond that the cache restarts (bounded memory)
 
 try:  # the DWARF readers are optional: without them frames get ELF symbols only
     from .elf.dwarf import DwarfInfo
@@ -44,6 +47,26 @@ class Symbolizer:
         if lid is None:
             lid = proc.cache[ip] = self._resolve(proc, None, ip, is_kernel)
         return lid
+
+    def callchain(self, proc: Process, kernel: Process, kernel_generation: int, callchain,
+                  ip: int, ip_is_user: bool, branch_stack) -> list[int]:
+        """Location ids of a sample's recorded call chain (see callchain_frames), memoized per
+        process: repeated stacks cost one dict lookup. A hit emits nothing new, exactly as
+        resolving again would not, because every frame was resolved on the first miss."""
+        chains = proc.chains
+        if proc.chains_generation != kernel_generation:
+            chains.clear()
+            proc.chains_generation = kernel_generation
+        key = (callchain, ip, ip_is_user, branch_stack)
+        ids = chains.get(key)
+        if ids is None:
+            if len(chains) >= _MAX_CHAINS:
+                chains.clear()
+            frame = self.frame
+            ids = chains[key] = [frame(kernel if k else proc, addr, k)
+                                 for addr, k in callchain_frames(callchain, ip, ip_is_user,
+                                                                 branch_stack)]
+        return ids
 
     # -- one address (SEMANTICS §10.2 - §10.9) -------------------------------------------
     def _resolve(self, proc: Process, m: Mapping | None, ip: int, is_kernel: bool) -> int:
