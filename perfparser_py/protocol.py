@@ -817,7 +817,13 @@ class StreamWriter:
 
     def flush(self) -> None:
         if self._buf:
-            self.out.write(self._buf)
+            view = memoryview(self._buf)
+            while view:  # a pipe whose reader left takes a partial write; the rest raises EPIPE
+                n = self.out.write(view)
+                if not n:
+                    break
+                view = view[n:]
+            view.release()
             self._buf = bytearray()
         flush = getattr(self.out, "flush", None)
         if flush is not None:
