@@ -33,6 +33,6 @@ def demangle(name: str) -> str:
     if name.startswith("_Z"):
         try:
             return cxxfilt.demangle(name, external_only=False)
-        except cxxfilt.InvalidName:
+        except (cxxfilt.InvalidName, UnicodeEncodeError):  # not UTF-8 (hostile .strtab)
             return name
     return name
