@@ -254,22 +254,36 @@ class DwarfInfo:
             children = data[pos] != 0
             pos += 1
             specs = []
+            # one pass (this runs for every abbreviation of every unit the CU index reads):
+            # single-byte LEB128 inline, range-attribute flags gathered on the way
+            ranged = high_addr = entry_addr = rnglistx = False
             while True:
-                attr, pos = uleb(data, pos)
-                form, pos = uleb(data, pos)
+                attr = data[pos]
+                if attr < 0x80:
+                    pos += 1
+                else:
+                    attr, pos = uleb(data, pos)
+                form = data[pos]
+                if form < 0x80:
+                    pos += 1
+                else:
+                    form, pos = uleb(data, pos)
                 implicit = 0
                 if form == 0x21:
                     implicit, pos = sleb(data, pos)
                 if attr == 0 and form == 0:
                     break
                 specs.append((attr, form, implicit))
-            flags = None
-            if any(a in (_AT_HIGH_PC, _AT_ENTRY_PC, _AT_RANGES) for a, _, _ in specs):
-                flags = (
-                    any(a == _AT_HIGH_PC and f in _ADDR_FORMS for a, f, _ in specs),
-                    any(a == _AT_ENTRY_PC and f in _ADDR_FORMS for a, f, _ in specs),
-                    any(a == _AT_RANGES and f == 0x23 for a, f, _ in specs),
-                )
+                if attr == _AT_HIGH_PC:
+                    ranged = True
+                    high_addr = high_addr or form in _ADDR_FORMS
+                elif attr == _AT_ENTRY_PC:
+                    ranged = True
+                    entry_addr = entry_addr or form in _ADDR_FORMS
+                elif attr == _AT_RANGES:
+                    ranged = True
+                    rnglistx = rnglistx or form == 0x23
+            flags = (high_addr, entry_addr, rnglistx) if ranged else None
             table[code] = (tag, children, specs, flags)
         cu.abbrevs = table
         return table
