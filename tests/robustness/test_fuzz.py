@@ -1,0 +1,55 @@
+"""The bounded CI fuzz job (tests/robustness/fuzzer.py) and checks that its invariants bite.
+
+PERFPARSER_FUZZ_SECONDS sets the budget (default 120 s on 2 workers, seed 1); a longer run is
+`tools/fuzz --seconds 3600 --seed N`."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from perfparser_py import protocol as P
+from tests.robustness.fuzzer import check, fuzz, layout, load_seeds
+
+SECONDS = float(os.environ.get("PERFPARSER_FUZZ_SECONDS", "120"))
+
+
+def test_bounded_fuzz_run_finds_nothing(capsys, tmp_path):
+    report = fuzz(SECONDS, seed=1, workers=2, out_dir=tmp_path, log=lambda _line: None)
+    with capsys.disabled():
+        print(f"\n{report.summary()} (slowest {report.slowest:.2f} s)")
+    assert report.executions > 0
+    assert report.slowest < 10
+    assert report.failures == []
+
+
+def test_seeds_are_small_and_parse_back():
+    seeds = load_seeds()
+    assert len(seeds) >= 10
+    for s in seeds:
+        assert len(s.data) < 1 << 20, s.name
+        assert layout(s.data).records, s.name
+
+
+def _stream(*messages) -> bytes:
+    return P.HEADER + b"".join(P.encode(m) for m in messages)
+
+
+@pytest.mark.parametrize("code,stderr,output,expect", [
+    (0, "", "good", None),
+    (5, "perfparser: Malformed record", "good", None),
+    (3, "", "good", "undocumented exit code"),
+    (5, "Traceback (most recent call last):", "good", "traceback"),
+    (5, "perfparser: internal error, please report: X", "good", "internal error"),
+    (0, "", "cut", "ends inside a message"),
+    (0, "", "undefined", "undefined locations"),
+    (0, "", "garbage", "invalid output stream"),
+])
+def test_invariants_reject_what_they_should(code, stderr, output, expect):
+    loc = P.Location(0, 0x1000, -1, 1, -1, -1, -1, -1)
+    good = _stream(loc, P.Sample(1, 1, 5, 0, [0], 0, [(0, 1)]))
+    data = {"good": good, "cut": good[:-3], "garbage": b"NOT A STREAM AT ALL",
+            "undefined": _stream(P.Sample(1, 1, 5, 0, [7], 0, [(0, 1)]))}[output]
+    failure = check(code, stderr, b"", data)
+    assert (failure is None) if expect is None else (expect in failure), failure
