@@ -26,7 +26,9 @@ class Frame:
     sym: str | None  # the real (non-inlined) function
     dso: str | None
     kernel: bool
-    chain: list[tuple[str | None, bool]] = field(default_factory=list)  # (name, inline) inner first
+    # logical frames, inner first: (name, inlined, source file, line) where the line is the
+    # executing line for the innermost one and the call site for each caller
+    chain: list[tuple[str | None, bool, str | None, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -60,11 +62,14 @@ def decode(data: bytes) -> tuple[list[DecodedSample], P.Stream]:
         real = None
         sym_def = None
         cur = lid
+        line_loc = locations[lid]
         seen = 0
         while cur >= 0 and seen < 1000:
             sd = symbols.get(cur)
+            if sd is None and cur != lid:
+                line_loc = locations[cur]  # an inline call site: the caller's line
             if sd is not None:
-                chain.append((s(sd.name), sd.is_inline))
+                chain.append((s(sd.name), sd.is_inline, s(line_loc.file), line_loc.line))
                 if sym_def is None:
                     sym_def = sd
                 if not sd.is_inline:
@@ -137,6 +142,33 @@ def case_options(case_dir: Path) -> list[str]:
 
 def load_case(case_dir: Path) -> dict:
     return tomllib.loads((case_dir / "case.toml").read_text())
+
+
+def evaluate_inline(expect: dict, samples: list[DecodedSample], symbols_table: dict) -> tuple[bool, str]:
+    """kind="inline": the leading logical frames (inline expansion included) of each sample."""
+    flt = expect.get("filter", {})
+    sel = [s for s in samples if s.comm == flt.get("comm", s.comm)]
+    want = expect["leaf_chain"]
+
+    def ok(sample: DecodedSample) -> bool:
+        logical = [c for f in user_frames(sample) for c in f.chain]
+        if len(logical) < len(want):
+            return False
+        for (name, inlined, file, line), w in zip(logical, want, strict=False):
+            alt = symbols_table.get(w["symbol"], {})
+            if name not in (w["symbol"], alt.get("mangled"), alt.get("no_params")):
+                return False
+            if inlined != w["inlined"] or os.path.basename(file or "") != w["file"]:
+                return False
+            if line not in w["lines"]:
+                return False
+        return True
+
+    match = sum(1 for x in sel if ok(x))
+    frac = match / len(sel) if sel else 0.0
+    example = next((x for x in sel if not ok(x)), None)
+    detail = f" first failing: {[c for f in user_frames(example) for c in f.chain][:5]}" if example else ""
+    return frac >= expect.get("min_fraction", 0.0) and bool(sel), f"{expect.get('id')}: {match}/{len(sel)} ({frac:.3f}){detail}"
 
 
 def evaluate(expect: dict, samples: list[DecodedSample], symbols_table: dict) -> tuple[bool, str]:

@@ -12,6 +12,7 @@ from tests.corpus.expect import (
     case_options,
     decode,
     evaluate,
+    evaluate_inline,
     evaluate_offcpu,
     load_case,
     run_parser,
@@ -58,6 +59,9 @@ def test_expectation(case: str, index: int) -> None:
         for s in samples:
             by_event[s.event] = by_event.get(s.event, 0) + 1
         assert by_event == counts["by_event"]
+    elif kind == "inline":
+        ok, detail = evaluate_inline(e, samples, manifest.get("symbols", {}))
+        assert ok, detail
     elif kind == "lost":
         from perfparser_py import protocol as P
 
