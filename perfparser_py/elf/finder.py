@@ -3,15 +3,17 @@
 `ElfFinder` resolves a recorded mmap path to a local file through the perf build-id cache,
 a full recursive search of `--app` and each `--extra` directory, and finally the sysroot;
 candidates whose GNU build id differs from the recorded one are rejected. It attaches the
-separate debug file (`.build-id/xx/yyyy.debug`, `.gnu_debuglink` with CRC/build-id check)
-and keeps one `ElfImage` per real file, shared by every recorded path that resolves to it.
+separate debug file (`.build-id/xx/yyyy.debug`, `.gnu_debuglink` with CRC/build-id check,
+and as the last resort debuginfod, which also supplies a missing main file) and keeps one `ElfImage` per real file, shared by every recorded path that resolves to it.
 """
 
 from __future__ import annotations
 
 import os
 import zlib
+from collections.abc import Callable
 
+from .debuginfod import DebuginfodClient
 from .image import ElfImage, warn_once
 
 # Bounds for walking a user-given search directory (someone may pass their home directory).
@@ -117,6 +119,9 @@ class ElfFinder:
         self._indexes = {d: _DirIndex(d) for d in ([app] if app else []) + self.extra}
         self._found: dict[bytes, tuple[str, ElfImage | None]] = {}
         self._images: dict[tuple[int, int, int, int], ElfImage | None] = {}
+        self.debuginfod: DebuginfodClient | None = DebuginfodClient.from_env()
+        # (module file name, url, bytes so far, total) for each debuginfod transfer step
+        self.progress: Callable[[bytes, str, int, int], None] | None = None
 
     # ------------------------------------------------------------ main file
 
@@ -142,12 +147,17 @@ class ElfFinder:
             return self._result(cand, path)
         cand = normalize_path(self.sysroot + path)
         image = self._load(cand)
-        if image is not None and build_id is not None and not build_id_matches(
-            build_id, image.build_id
-        ):
-            warn_once(cand, f"build id differs from the recorded one ({build_id.hex()}); ignored")
-            return (cand, None)
-        return self._result(cand, path)
+        if build_id is None or (image is not None and build_id_matches(build_id, image.build_id)):
+            return self._result(cand, path)
+        fetched = self._debuginfod(build_id, "executable", path)
+        if fetched is not None:
+            fetched_image = self._load(fetched)
+            if fetched_image is not None and build_id_matches(build_id, fetched_image.build_id):
+                return self._result(fetched, path)
+        if image is None:
+            return self._result(cand, path)
+        warn_once(cand, f"build id differs from the recorded one ({build_id.hex()}); ignored")
+        return (cand, None)
 
     def find_kernel_module(self, recorded_path: bytes) -> tuple[str, ElfImage | None]:
         """Local file for a kernel mmap (pid -1): `sysroot + path` if it is an ELF (§7.2)."""
@@ -230,8 +240,28 @@ class ElfFinder:
                     return debug
         if os.path.basename(image.path) == "elf":
             # perf's build-id cache keeps the unstripped file next to `elf`.
-            return self._open_debug(os.path.join(main_dir, "debug"), image, main_real)
-        return None
+            debug = self._open_debug(os.path.join(main_dir, "debug"), image, main_real)
+            if debug is not None:
+                return debug
+        # Upstream asks debuginfod before the debuglink fallbacks; local files first is
+        # cheaper and finds the same file.
+        fetched = self._debuginfod(image.build_id, "debuginfo", recorded)
+        return None if fetched is None else self._open_debug(fetched, image, main_real)
+
+    def _debuginfod(self, build_id: bytes | None, kind: str, recorded: str) -> str | None:
+        """Path of the file debuginfod has for `build_id`, reporting progress for `recorded`."""
+        client = self.debuginfod
+        if client is None or not build_id:
+            return None
+        emit = self.progress
+        if emit is None:
+            return client.find(build_id, kind)
+        module = os.fsencode(os.path.basename(recorded))
+
+        def progress(url: str, numerator: int, denominator: int) -> None:
+            emit(module, url, numerator, denominator)
+
+        return client.find(build_id, kind, progress)
 
     def _debuglink_fallbacks(self, name: str, recorded: str) -> list[str]:
         """Extra places upstream tries for a debuglink name, with the sysroot as root."""

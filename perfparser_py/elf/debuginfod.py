@@ -1,0 +1,256 @@
+"""debuginfod client: separate debug files and executables downloaded by build id (§9.2).
+
+Honours libdebuginfod's environment (CLI.md §6) and shares its cache layout,
+`<cache>/<lowercase hex build id>/debuginfo` and `.../executable`, so files fetched by gdb,
+perf or elfutils are reused and ours are reused by them. Off unless DEBUGINFOD_URLS names a
+server. Every transfer is bounded: DEBUGINFOD_TIMEOUT seconds without data (and for the
+first 100 KiB), DEBUGINFOD_MAXTIME in total (default 30 s here, elfutils has none) and
+DEBUGINFOD_MAXSIZE bytes. A failed lookup is not repeated during the run, and a server that
+cannot be reached is not asked again. Standard library only (urllib: http, https, file URLs,
+proxies from the environment, redirects).
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+
+# (url, bytes so far, total bytes or 0 when unknown)
+ProgressFn = Callable[[str, int, int], None]
+
+DEFAULT_TIMEOUT = 90.0  # elfutils' commencing timeout
+DEFAULT_MAXTIME = 30.0  # ours: a dead or trickling server must not hang hotspot
+DEFAULT_CACHE_MISS_S = 600  # elfutils: how long its negative cache entries count
+COMMENCE_BYTES = 100 * 1024  # what a server must deliver within the timeout
+_CHUNK = 64 * 1024
+_PROGRESS_INTERVAL = 0.1  # seconds between progress callbacks of one transfer
+KINDS = ("debuginfo", "executable")
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """A positive number of seconds from the environment, else `default`."""
+    try:
+        value = float(env.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def default_cache_dir(env: Mapping[str, str]) -> str:
+    """libdebuginfod's cache directory for this environment."""
+    explicit = env.get("DEBUGINFOD_CACHE_PATH")
+    if explicit:
+        return explicit
+    home = env.get("HOME") or os.path.expanduser("~")
+    legacy = os.path.join(home, ".debuginfod_client_cache")
+    if os.path.isdir(legacy):  # deprecated location, used only if it already exists
+        return legacy
+    xdg = env.get("XDG_CACHE_HOME")
+    return os.path.join(xdg or os.path.join(home, ".cache"), "debuginfod_client")
+
+
+class _Failed(Exception):
+    """One server did not deliver; `dead` if it should not be asked again this run."""
+
+    def __init__(self, reason: str, dead: bool = False) -> None:
+        super().__init__(reason)
+        self.dead = dead
+
+
+class DebuginfodClient:
+    """Looks files up in the debuginfod cache, then asks each server in order."""
+
+    def __init__(
+        self,
+        urls: list[str],
+        cache_dir: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        maxtime: float = DEFAULT_MAXTIME,
+        maxsize: int = 0,
+        verbose: bool = False,
+        stderr_progress: bool = False,
+    ) -> None:
+        self.urls = [u.rstrip("/") for u in urls if u]
+        self.cache_dir = cache_dir
+        self.timeout = timeout
+        self.maxtime = maxtime
+        self.maxsize = maxsize
+        self.verbose = verbose
+        self.stderr_progress = stderr_progress
+        self._known: dict[tuple[str, str], str | None] = {}  # (hex, kind) -> path or miss
+        self._dead: set[str] = set()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> DebuginfodClient | None:
+        """A client configured like libdebuginfod, or None when DEBUGINFOD_URLS is unset."""
+        env = os.environ if env is None else env
+        # Tokens like `ima:enforcing` are signature policies, not servers.
+        urls = [u for u in env.get("DEBUGINFOD_URLS", "").split() if not u.startswith("ima:")]
+        if not urls:
+            return None
+        try:
+            maxsize = max(0, int(env.get("DEBUGINFOD_MAXSIZE", "0")))
+        except ValueError:
+            maxsize = 0
+        return cls(
+            urls,
+            default_cache_dir(env),
+            timeout=_seconds(env, "DEBUGINFOD_TIMEOUT", DEFAULT_TIMEOUT),
+            maxtime=_seconds(env, "DEBUGINFOD_MAXTIME", DEFAULT_MAXTIME),
+            maxsize=maxsize,
+            verbose="DEBUGINFOD_VERBOSE" in env,
+            stderr_progress="DEBUGINFOD_PROGRESS" in env,
+        )
+
+    def find_debuginfo(self, build_id: bytes, progress: ProgressFn | None = None) -> str | None:
+        """Local path of the separate debug file for `build_id`, or None."""
+        return self.find(build_id, "debuginfo", progress)
+
+    def find_executable(self, build_id: bytes, progress: ProgressFn | None = None) -> str | None:
+        """Local path of the executable or shared library with `build_id`, or None."""
+        return self.find(build_id, "executable", progress)
+
+    def find(self, build_id: bytes, kind: str, progress: ProgressFn | None = None) -> str | None:
+        """Cached file, else the first server's download; None if nobody has it."""
+        if not build_id or kind not in KINDS:
+            return None
+        key = (build_id.hex(), kind)
+        if key in self._known:
+            return self._known[key]
+        target = os.path.join(self.cache_dir, key[0], kind)
+        cached = self._cached(target)
+        if cached is None:
+            path = self._download(key[0], kind, target, progress)
+        else:
+            path = cached or None
+        self._known[key] = path
+        return path
+
+    # ------------------------------------------------------------ cache
+
+    def _cached(self, target: str) -> str | bool | None:
+        """The cached file; False for elfutils' fresh negative entry; None if not cached."""
+        try:
+            st = os.stat(target)
+        except OSError:
+            return None
+        if st.st_size > 0:
+            return target
+        # An empty file records a recent miss (elfutils writes it with mode 000).
+        try:
+            with open(os.path.join(self.cache_dir, "cache_miss_s")) as f:
+                miss_s = int(f.read().strip() or DEFAULT_CACHE_MISS_S)
+        except (OSError, ValueError):
+            miss_s = DEFAULT_CACHE_MISS_S
+        return False if time.time() - st.st_mtime < miss_s else None
+
+    # ------------------------------------------------------------ network
+
+    def _download(self, hexid: str, kind: str, target: str,
+                  progress: ProgressFn | None) -> str | None:
+        for base in self.urls:
+            if base in self._dead:
+                continue
+            url = f"{base}/buildid/{hexid}/{kind}"
+            try:
+                return self._fetch(url, target, progress)
+            except _Failed as e:
+                self._log(f"{url}: {e}")
+                if e.dead:
+                    self._dead.add(base)
+        return None
+
+    def _fetch(self, url: str, target: str, progress: ProgressFn | None) -> str:
+        """Download `url` into the cache at `target` (atomically); raises _Failed."""
+        start = time.monotonic()
+        deadline = start + self.maxtime
+        commence_by = start + self.timeout
+        # Each connect and read waits at most this long for data.
+        wait = min(self.timeout, self.maxtime)
+        request = urllib.request.Request(url, headers={"User-Agent": "perfparser-py"})
+        if self.maxsize:
+            request.add_header("X-DEBUGINFOD-MAXSIZE", str(self.maxsize))
+        try:
+            response = urllib.request.urlopen(request, timeout=wait)
+        except urllib.error.HTTPError as e:
+            e.close()
+            raise _Failed(f"HTTP {e.code}") from None
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            reason = getattr(e, "reason", e)
+            raise _Failed(f"cannot connect: {reason}", dead=True) from None
+        with response:
+            try:
+                total = int(response.headers.get("Content-Length") or 0)
+            except ValueError:
+                total = 0
+            if self.maxsize and total > self.maxsize:
+                raise _Failed(f"{total} bytes exceed DEBUGINFOD_MAXSIZE")
+            return self._receive(response, url, target, total, progress,
+                                 deadline, commence_by)
+
+    def _receive(self, response, url: str, target: str, total: int,
+                 progress: ProgressFn | None, deadline: float, commence_by: float) -> str:
+        directory = os.path.dirname(target)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".download.", dir=directory)
+        except OSError as e:
+            raise _Failed(f"cannot write the cache: {e}") from None
+        done = False
+        try:
+            with os.fdopen(fd, "wb") as out:
+                received = 0
+                reported = 0.0
+                self._progress(progress, url, 0, total)
+                while True:
+                    try:
+                        chunk = response.read1(_CHUNK)
+                    except (OSError, http.client.HTTPException) as e:
+                        raise _Failed(f"transfer failed: {e}", dead=True) from None
+                    if not chunk:
+                        break
+                    out.write(chunk)
+                    received += len(chunk)
+                    now = time.monotonic()
+                    if self.maxsize and received > self.maxsize:
+                        raise _Failed("download exceeds DEBUGINFOD_MAXSIZE")
+                    if now > deadline:
+                        raise _Failed("DEBUGINFOD_MAXTIME exceeded", dead=True)
+                    if now > commence_by and received < COMMENCE_BYTES:
+                        raise _Failed("DEBUGINFOD_TIMEOUT: too slow to start", dead=True)
+                    if now - reported >= _PROGRESS_INTERVAL:
+                        reported = now
+                        self._progress(progress, url, received, total)
+            if received == 0 or (total and received < total):
+                raise _Failed(f"incomplete: {received} of {total or '?'} bytes")
+            self._progress(progress, url, received, total or received)
+            os.replace(tmp, target)
+            done = True
+        except OSError as e:
+            raise _Failed(f"cannot write the cache: {e}") from None
+        finally:
+            if not done:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        self._log(f"{url}: {received} bytes -> {target}")
+        return target
+
+    def _progress(self, progress: ProgressFn | None, url: str, numerator: int,
+                  denominator: int) -> None:
+        if progress is not None:
+            progress(url, numerator, denominator)
+        if self.stderr_progress:
+            print(f"Downloading from {url} {numerator}/{denominator}", file=sys.stderr)
+
+    def _log(self, message: str) -> None:
+        if self.verbose:
+            print(f"debuginfod: {message}", file=sys.stderr)
