@@ -97,13 +97,16 @@ class Sink:
         )
 
     def _missing(self, path: bytes) -> None:
+        # Once per file: upstream repeats it for every mmap of the file (every process that
+        # maps libc in a -a recording), which only buries the message.
+        if path in self._missing_reported:
+            return
+        self._missing_reported.add(path)
         message = (
             f"Could not find ELF file for {path.decode('utf-8', 'replace')}. "
             "This can break stack unwinding and lead to missing symbols."
         )
-        if path not in self._missing_reported:  # stderr once per file; the message per mmap
-            self._missing_reported.add(path)
-            print(f"PerfUnwind::MissingElfFile: {message}", file=sys.stderr)
+        print(f"PerfUnwind::MissingElfFile: {message}", file=sys.stderr)
         self.writer.error(2, message)
 
     def task(self, item) -> None:

@@ -119,3 +119,21 @@ def test_pt_load_with_distinct_offset_deltas(tmp_path):
     w.sample(300, 300, 10, BASE + hot)
     result = _symbols_of(w.data(), tmp_path)
     assert result == [(300, "hot", "split")]
+
+
+def test_missing_file_is_reported_once(tmp_path):
+    from perfparser_py import protocol as P
+
+    w = PipeWriter()
+    for pid in (400, 401, 402):
+        w.comm(pid, pid, b"prog", 1)
+        w.mmap2(pid, BASE, 0x5000, 0, b"/nonexistent/libmissing.so", 1)
+        w.sample(pid, pid, 10 + pid, BASE + 0x1000)
+    inp = tmp_path / "in.data"
+    inp.write_bytes(w.data())
+    res = run_parser(["--input", str(inp), "--kallsyms", "/dev/null"], timeout=60)
+    assert res.returncode == 0
+    errors = [m for m in P.read_stream(res.stdout).messages if isinstance(m, P.Error)]
+    assert [e.code for e in errors] == [2]
+    assert "/nonexistent/libmissing.so" in errors[0].message
+    assert res.stderr.decode().count("MissingElfFile") == 1
