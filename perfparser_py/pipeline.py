@@ -256,6 +256,8 @@ def run(options, out) -> int:
                 if f.arch:
                     arch_name = f.arch.decode("ascii", "replace")
                 finder.build_ids.update({fn: bid for _pid, bid, fn in f.build_ids})
+                if options.kallsyms is None:
+                    _kallsyms_from_build_id(sink.symbolizer, finder, f.build_ids)
                 queue.perf_version(f.version)
                 if not stats_mode:
                     writer.features(_features_message(f, arch_name))
@@ -274,6 +276,19 @@ def run(options, out) -> int:
     writer.flush()
     out.flush()
     return code
+
+
+def _kallsyms_from_build_id(symbolizer, finder, build_ids) -> None:
+    """Without --kallsyms, prefer perf's build-id cache copy of the recording kernel's kallsyms
+    (SEMANTICS §10.6) over the sysroot's /proc/kallsyms, which may be another kernel's."""
+    from .kernel import Kallsyms
+
+    for _pid, bid, filename in build_ids:
+        if filename == b"[kernel.kallsyms]":
+            cached = Kallsyms.cached_path(finder.debug_paths, bid)
+            if cached:
+                symbolizer.kallsyms_path = cached
+            return
 
 
 def _check_arch(arch_name: str, sink: Sink) -> int:

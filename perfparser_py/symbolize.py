@@ -28,7 +28,7 @@ class Symbolizer:
     def __init__(self, emitter: Emitter, kallsyms_path: str, perf_map_path: str | None) -> None:
         self.emit = emitter
         self._shared: dict[tuple[bytes, int], int] = {}  # (path, ip - base) -> location id
-        self._kallsyms_path = kallsyms_path
+        self.kallsyms_path = kallsyms_path
         self._kallsyms = None
         self._kallsyms_failed = False
         self._perf_map_path = perf_map_path
@@ -179,10 +179,10 @@ class Symbolizer:
             from .kernel import Kallsyms, KallsymsError
 
             try:
-                self._kallsyms = Kallsyms.load(self._kallsyms_path)
+                self._kallsyms = Kallsyms.load(self.kallsyms_path)
             except KallsymsError as err:
                 self._kallsyms_failed = True
-                message = f'Failed to parse kernel symbol mapping file "{self._kallsyms_path}": {err}'
+                message = f'Failed to parse kernel symbol mapping file "{self.kallsyms_path}": {err}'
                 print(f"PerfUnwind::InvalidKallsyms: {message}", file=sys.stderr)
                 self.emit.writer.error(3, message)
         if self._kallsyms is None:

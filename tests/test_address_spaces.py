@@ -137,3 +137,27 @@ def test_missing_file_is_reported_once(tmp_path):
     assert [e.code for e in errors] == [2]
     assert "/nonexistent/libmissing.so" in errors[0].message
     assert res.stderr.decode().count("MissingElfFile") == 1
+
+
+def test_kallsyms_from_the_build_id_cache(tmp_path):
+    """Without --kallsyms, perf's build-id cache copy of the recording kernel's kallsyms wins."""
+    import gzip
+
+    from perfparser_py.perfdata import events as ev
+    from perfparser_py.perfdata.reader import PerfReader
+    from perfparser_py.source import open_source
+    from tests.corpus.expect import CORPUS
+
+    data = CORPUS / "recorded" / "kernel" / "perf.data"
+    features = next(e.features for e in PerfReader(open_source(str(data), None, 0)).events()
+                    if isinstance(e, ev.FeaturesEvent))
+    bid = next(b for _p, b, name in features.build_ids if name == b"[kernel.kallsyms]")
+    cache = tmp_path / "debug" / "[kernel.kallsyms]" / bid.hex()
+    cache.mkdir(parents=True)
+    (cache / "kallsyms").write_bytes(gzip.decompress((CORPUS / "kallsyms" / "kallsyms.gz").read_bytes()))
+    res = run_parser(["--input", str(data), "--app", str(data.parent), "--sysroot",
+                      str(tmp_path / "nosysroot") + "/", "--debug", str(tmp_path / "debug")])
+    assert res.returncode == 0
+    samples, _ = decode(res.stdout)
+    kernel_names = {f.sym for s in samples for f in s.frames if f.kernel}
+    assert "entry_SYSCALL_64_after_hwframe" in kernel_names
