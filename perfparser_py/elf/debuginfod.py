@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import http.client
 import os
+import queue
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -168,23 +170,62 @@ class DebuginfodClient:
         return None
 
     def _fetch(self, url: str, target: str, progress: ProgressFn | None) -> str:
-        """Download `url` into the cache at `target` (atomically); raises _Failed."""
-        start = time.monotonic()
-        deadline = start + self.maxtime
-        commence_by = start + self.timeout
-        # Each connect and read waits at most this long for data.
-        wait = min(self.timeout, self.maxtime)
-        request = urllib.request.Request(url, headers={"User-Agent": "perfparser-py"})
-        if self.maxsize:
-            request.add_header("X-DEBUGINFOD-MAXSIZE", str(self.maxsize))
+        """Download `url` into the cache at `target`; raises _Failed.
+
+        The transfer runs in a daemon thread so that the total budget holds even while name
+        resolution or a slow server blocks it; progress is reported from this thread.
+        """
+        events: queue.SimpleQueue = queue.SimpleQueue()
+        cancel = threading.Event()
+        worker = threading.Thread(target=self._transfer, args=(url, target, events, cancel),
+                                  name="debuginfod", daemon=True)
+        deadline = time.monotonic() + self.maxtime
+        worker.start()
         try:
-            response = urllib.request.urlopen(request, timeout=wait)
+            while True:
+                try:
+                    what, a, b = events.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    raise _Failed("DEBUGINFOD_MAXTIME exceeded", dead=True) from None
+                if what == "progress":
+                    self._progress(progress, url, a, b)
+                elif what == "done":
+                    return a
+                else:
+                    raise a
+        finally:
+            # An abandoned transfer stops at its next step and removes its temporary file.
+            cancel.set()
+            worker.join(_PROGRESS_INTERVAL)
+
+    def _transfer(self, url: str, target: str, events: queue.SimpleQueue,
+                  cancel: threading.Event) -> None:
+        """Worker: posts ("progress", n, total)..., then ("done", path) or ("failed", _Failed)."""
+        try:
+            events.put(("done", self._get(url, target, events, cancel), None))
+        except _Failed as e:
+            events.put(("failed", e, None))
+        except Exception as e:  # never let a worker die silently; the caller decides
+            events.put(("failed", _Failed(f"unexpected: {e!r}"), None))
+
+    def _get(self, url: str, target: str, events: queue.SimpleQueue,
+             cancel: threading.Event) -> str:
+        headers = {"User-Agent": "perfparser-py"}
+        if self.maxsize:
+            headers["X-DEBUGINFOD-MAXSIZE"] = str(self.maxsize)
+        commence_by = time.monotonic() + self.timeout
+        try:
+            request = urllib.request.Request(url, headers=headers)
+            # Each connect and read waits at most this long for data.
+            response = urllib.request.urlopen(request, timeout=self.timeout)
         except urllib.error.HTTPError as e:
             e.close()
             raise _Failed(f"HTTP {e.code}") from None
-        except (urllib.error.URLError, OSError, ValueError) as e:
+        except (OSError, ValueError, http.client.HTTPException) as e:  # URLError is an OSError
             reason = getattr(e, "reason", e)
-            raise _Failed(f"cannot connect: {reason}", dead=True) from None
+            # A file:// "server" that lacks one file is still worth asking for others.
+            raise _Failed(f"cannot fetch: {reason}",
+                          dead=not isinstance(reason, FileNotFoundError)) from None
         with response:
             try:
                 total = int(response.headers.get("Content-Length") or 0)
@@ -192,57 +233,54 @@ class DebuginfodClient:
                 total = 0
             if self.maxsize and total > self.maxsize:
                 raise _Failed(f"{total} bytes exceed DEBUGINFOD_MAXSIZE")
-            return self._receive(response, url, target, total, progress,
-                                 deadline, commence_by)
-
-    def _receive(self, response, url: str, target: str, total: int,
-                 progress: ProgressFn | None, deadline: float, commence_by: float) -> str:
-        directory = os.path.dirname(target)
-        try:
-            os.makedirs(directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".download.", dir=directory)
-        except OSError as e:
-            raise _Failed(f"cannot write the cache: {e}") from None
-        done = False
-        try:
-            with os.fdopen(fd, "wb") as out:
-                received = 0
-                reported = 0.0
-                self._progress(progress, url, 0, total)
-                while True:
-                    try:
-                        chunk = response.read1(_CHUNK)
-                    except (OSError, http.client.HTTPException) as e:
-                        raise _Failed(f"transfer failed: {e}", dead=True) from None
-                    if not chunk:
-                        break
-                    out.write(chunk)
-                    received += len(chunk)
-                    now = time.monotonic()
-                    if self.maxsize and received > self.maxsize:
-                        raise _Failed("download exceeds DEBUGINFOD_MAXSIZE")
-                    if now > deadline:
-                        raise _Failed("DEBUGINFOD_MAXTIME exceeded", dead=True)
-                    if now > commence_by and received < COMMENCE_BYTES:
-                        raise _Failed("DEBUGINFOD_TIMEOUT: too slow to start", dead=True)
-                    if now - reported >= _PROGRESS_INTERVAL:
-                        reported = now
-                        self._progress(progress, url, received, total)
-            if received == 0 or (total and received < total):
-                raise _Failed(f"incomplete: {received} of {total or '?'} bytes")
-            self._progress(progress, url, received, total or received)
-            os.replace(tmp, target)
-            done = True
-        except OSError as e:
-            raise _Failed(f"cannot write the cache: {e}") from None
-        finally:
-            if not done:
-                try:
+            directory = os.path.dirname(target)
+            try:
+                os.makedirs(directory, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=".download.", dir=directory)
+            except OSError as e:
+                raise _Failed(f"cannot write the cache: {e}") from None
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    received = self._receive(response, out, total, events, cancel, commence_by)
+                if cancel.is_set():
+                    raise _Failed("cancelled")
+                os.replace(tmp, target)
+            except OSError as e:
+                raise _Failed(f"cannot write the cache: {e}") from None
+            finally:
+                if os.path.exists(tmp):
                     os.unlink(tmp)
-                except OSError:
-                    pass
         self._log(f"{url}: {received} bytes -> {target}")
         return target
+
+    def _receive(self, response, out, total: int, events: queue.SimpleQueue,
+                 cancel: threading.Event, commence_by: float) -> int:
+        """Copy the body to `out`, posting progress; the number of bytes."""
+        received = sent = 0
+        sent_at = time.monotonic()
+        events.put(("progress", 0, total))
+        while not cancel.is_set():
+            try:
+                chunk = response.read1(_CHUNK)
+            except (OSError, http.client.HTTPException) as e:
+                raise _Failed(f"transfer failed: {e}", dead=True) from None
+            if not chunk:
+                break
+            out.write(chunk)
+            received += len(chunk)
+            if self.maxsize and received > self.maxsize:
+                raise _Failed("download exceeds DEBUGINFOD_MAXSIZE")
+            now = time.monotonic()
+            if now > commence_by and received < COMMENCE_BYTES:
+                raise _Failed("DEBUGINFOD_TIMEOUT: too slow to start", dead=True)
+            if now - sent_at >= _PROGRESS_INTERVAL:
+                sent, sent_at = received, now
+                events.put(("progress", received, total))
+        if received == 0 or (total and received < total):
+            raise _Failed(f"incomplete: {received} of {total or '?'} bytes")
+        if sent != received or not total:
+            events.put(("progress", received, total or received))
+        return received
 
     def _progress(self, progress: ProgressFn | None, url: str, numerator: int,
                   denominator: int) -> None:

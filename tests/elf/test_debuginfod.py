@@ -36,7 +36,7 @@ class Server:
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
-        self.mode = "normal"  # or "no-headers", "no-body", "trickle"
+        self.mode = "normal"  # or "no-length", "no-headers", "no-body", "trickle"
         self.requests: list[str] = []
         self.release = threading.Event()
         server = self
@@ -52,7 +52,8 @@ class Server:
                     server.release.wait(10)
                     return
                 self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
+                if server.mode != "no-length":  # else the end of the connection ends it
+                    self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 if server.mode == "no-body":
                     self.wfile.flush()
@@ -133,12 +134,25 @@ def test_fetch_progress_cache_layout_then_cache_hit_without_server(
     assert Path(path).read_bytes() == body
     assert os.listdir(cache / bid.hex()) == ["debuginfo"]  # no temporary left behind
     assert calls[0] == (url, 0, len(body)) and calls[-1] == (url, len(body), len(body))
+    assert len(calls) == len(set(calls))  # each step once
     assert server.requests == [f"/buildid/{bid.hex()}/debuginfo"]
     server.stop()
     calls.clear()
     again = DebuginfodClient([server.url], str(cache)).find_debuginfo(
         bid, lambda u, n, d: calls.append((u, n, d)))
     assert again == path and calls == [] and len(server.requests) == 1
+
+
+def test_unknown_length(built: dict[str, Path], server: Server, tmp_path: Path) -> None:
+    bid = build_id(built["pie"])
+    body = built["debug"].read_bytes()
+    url = server.serve(bid, "debuginfo", body)
+    server.mode = "no-length"
+    calls: list[tuple[str, int, int]] = []
+    client = DebuginfodClient([server.url], str(tmp_path / "c"))
+    path = client.find_debuginfo(bid, lambda u, n, d: calls.append((u, n, d)))
+    assert path is not None and Path(path).read_bytes() == body
+    assert calls[0] == (url, 0, 0) and calls[-1] == (url, len(body), len(body))
 
 
 def test_404_is_a_miss_remembered_for_the_run(built: dict[str, Path], server: Server,
@@ -157,6 +171,7 @@ def test_404_is_a_miss_remembered_for_the_run(built: dict[str, Path], server: Se
     ("no-body", 0.5, 5.0),
     ("trickle", 0.5, 5.0),  # too slow to deliver the first 100 KiB in time
     ("trickle", 5.0, 1.0),  # progress, but over the total budget
+    ("no-headers", 5.0, 1.0),  # the total budget holds while the request itself blocks
 ])
 def test_stalling_server_is_given_up_in_bounded_time(
     built: dict[str, Path], server: Server, tmp_path: Path, mode: str, timeout: float,
@@ -174,8 +189,29 @@ def test_stalling_server_is_given_up_in_bounded_time(
     # The server is now known dead: another file is not asked for at all.
     assert client.find_executable(bid) is None
     assert len(server.requests) == 1
-    leftovers = list((tmp_path / "c").rglob("*"))
-    assert all(p.is_dir() for p in leftovers)
+    # The abandoned transfer removes its temporary file soon (at once unless it is blocked).
+    end = time.monotonic() + timeout + 1
+    while any(p.is_file() for p in (tmp_path / "c").rglob("*")) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not any(p.is_file() for p in (tmp_path / "c").rglob("*"))
+
+
+def test_progress_callback_errors_propagate_and_leave_no_file(
+    built: dict[str, Path], server: Server, tmp_path: Path
+) -> None:
+    bid = build_id(built["pie"])
+    server.serve(bid, "debuginfo", built["debug"].read_bytes())
+
+    def broken(url: str, numerator: int, denominator: int) -> None:
+        raise BrokenPipeError("hotspot went away")
+
+    with pytest.raises(BrokenPipeError):
+        DebuginfodClient([server.url], str(tmp_path / "c")).find_debuginfo(bid, broken)
+    # The transfer may still complete into the cache, but no temporary file stays behind.
+    end = time.monotonic() + 2
+    while list((tmp_path / "c").rglob(".download.*")) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not list((tmp_path / "c").rglob(".download.*"))
 
 
 def test_timeouts_from_the_environment_bound_a_stall(
@@ -202,7 +238,8 @@ def test_several_urls_first_ones_failing(built: dict[str, Path], server: Server,
     try:
         url = server.serve(bid, "debuginfo", body)
         calls: list[str] = []
-        client = DebuginfodClient([refused_url(), other.url, server.url], str(tmp_path / "c"))
+        client = DebuginfodClient(["no scheme", refused_url(), other.url, server.url],
+                                  str(tmp_path / "c"))
         path = client.find_debuginfo(bid, lambda u, n, d: calls.append(u))
         assert path is not None and Path(path).read_bytes() == body
         assert other.requests == [f"/buildid/{bid.hex()}/debuginfo"]
@@ -257,6 +294,18 @@ def test_unset_urls_means_no_client_and_no_network(
     assert finder.debuginfod is None
     _, image = finder.find(RECORDED)
     assert image is not None and image.debug is None
+
+
+def test_file_urls(built: dict[str, Path], tmp_path: Path) -> None:
+    """libdebuginfod accepts file:// servers; a missing file there is only a miss."""
+    bid = build_id(built["pie"])
+    root = tmp_path / "srv"
+    (root / "buildid" / bid.hex()).mkdir(parents=True)
+    shutil.copy(built["debug"], root / "buildid" / bid.hex() / "debuginfo")
+    client = DebuginfodClient([root.as_uri()], str(tmp_path / "c"))
+    assert client.find_executable(bid) is None
+    path = client.find_debuginfo(bid)
+    assert path is not None and Path(path).read_bytes() == built["debug"].read_bytes()
 
 
 def test_environment_defaults() -> None:
