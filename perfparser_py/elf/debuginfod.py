@@ -180,14 +180,18 @@ class DebuginfodClient:
         worker = threading.Thread(target=self._transfer, args=(url, target, events, cancel),
                                   name="debuginfod", daemon=True)
         deadline = time.monotonic() + self.maxtime
+        received = 0
         worker.start()
         try:
             while True:
                 try:
                     what, a, b = events.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
-                    raise _Failed("DEBUGINFOD_MAXTIME exceeded", dead=True) from None
+                    # Only a server that barely delivered anything is not asked again.
+                    raise _Failed("DEBUGINFOD_MAXTIME exceeded",
+                                  dead=received < COMMENCE_BYTES) from None
                 if what == "progress":
+                    received = a
                     self._progress(progress, url, a, b)
                 elif what == "done":
                     return a

@@ -36,7 +36,7 @@ class Server:
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
-        self.mode = "normal"  # or "no-length", "no-headers", "no-body", "trickle"
+        self.mode = "normal"  # or "no-length", "no-headers", "no-body", "trickle", "slow"
         self.requests: list[str] = []
         self.release = threading.Event()
         server = self
@@ -58,6 +58,13 @@ class Server:
                 if server.mode == "no-body":
                     self.wfile.flush()
                     server.release.wait(10)
+                    return
+                if server.mode == "slow":  # alive, but 128 KiB per 0.3 s
+                    for i in range(0, len(body), 128 * 1024):
+                        self.wfile.write(body[i:i + 128 * 1024])
+                        self.wfile.flush()
+                        if server.release.wait(0.3):
+                            return
                     return
                 if server.mode == "trickle":
                     for i in range(len(body)):
@@ -194,6 +201,19 @@ def test_stalling_server_is_given_up_in_bounded_time(
     while any(p.is_file() for p in (tmp_path / "c").rglob("*")) and time.monotonic() < end:
         time.sleep(0.05)
     assert not any(p.is_file() for p in (tmp_path / "c").rglob("*"))
+
+
+def test_slow_but_alive_server_is_asked_again(server: Server, tmp_path: Path) -> None:
+    bid = bytes(range(20))
+    server.serve(bid, "debuginfo", b"x" * (1 << 20))
+    server.serve(bid, "executable", b"y" * (1 << 20))
+    server.mode = "slow"
+    client = DebuginfodClient([server.url], str(tmp_path / "c"), timeout=5.0, maxtime=0.8)
+    start = time.monotonic()
+    assert client.find_debuginfo(bid) is None
+    assert client.find_executable(bid) is None
+    assert time.monotonic() - start < 3
+    assert len(server.requests) == 2
 
 
 def test_progress_callback_errors_propagate_and_leave_no_file(
