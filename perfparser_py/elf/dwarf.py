@@ -129,7 +129,7 @@ class DwarfInfo:
         """DWARF of `image` (its separate debug file when attached); None without .debug_info."""
         secs: dict[str, memoryview] = {}
         for name in ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "rnglists",
-                     "ranges", "line"):
+                     "ranges", "line", "aranges"):
             try:
                 sec = image.section(".debug_" + name)
             except Exception:  # noqa: BLE001 - a broken section is an absent section
@@ -544,16 +544,19 @@ class DwarfInfo:
     # -------------------------------------------------------------- CU lookup
 
     def _cu_index(self) -> tuple[list[int], list[int], list[_Cu]]:
+        """Address ranges -> unit. Units listed in .debug_aranges (as elfutils looks them up)
+        keep their unit DIE undecoded until an address falls into them: decoding every unit
+        DIE of a libc with debug info costs more than parsing the rest of a small profile."""
         if self._index is not None:
             return self._index
+        aranges = self._aranges()
         entries = []
         for cu in self._units():
-            try:
-                self._cu_top(cu)
-            except (DwarfError, IndexError, struct.error, ValueError):
-                cu.ranges = []
+            listed = aranges.get(cu.offset)
+            if listed is not None:
+                entries.extend((lo, hi, cu.offset) for lo, hi in listed)
                 continue
-            if cu.top not in (_TAG_COMPILE_UNIT, _TAG_PARTIAL_UNIT, _TAG_SKELETON_UNIT):
+            if not self._top_usable(cu):
                 continue
             for lo, hi in cu.ranges:
                 entries.append((lo, hi, cu.offset))
@@ -563,11 +566,61 @@ class DwarfInfo:
                        [by_off[e[2]] for e in entries])
         return self._index
 
+    def _top_usable(self, cu: _Cu) -> bool:
+        """Decode the unit DIE (once); whether the unit is a compile/partial/skeleton unit."""
+        if cu.ranges is None:
+            try:
+                self._cu_top(cu)
+            except (DwarfError, IndexError, struct.error, ValueError):
+                cu.ranges = []
+                cu.top = None
+        return cu.top in (_TAG_COMPILE_UNIT, _TAG_PARTIAL_UNIT, _TAG_SKELETON_UNIT)
+
+    def _aranges(self) -> dict[int, list[tuple[int, int]]]:
+        """Unit offset -> [lo, hi) ranges from .debug_aranges (v2); {} when absent or
+        malformed, so that every unit DIE is decoded instead."""
+        data = self._s.get("aranges")
+        if data is None:
+            return {}
+        e = self._e
+        out: dict[int, list[tuple[int, int]]] = {}
+        off, n = 0, len(data)
+        try:
+            while off + 4 <= n:
+                (length,) = struct.unpack_from(e + "I", data, off)
+                pos, wide = off + 4, length == 0xFFFFFFFF
+                if wide:
+                    (length,) = struct.unpack_from(e + "Q", data, pos)
+                    pos += 8
+                end = pos + length
+                (version,) = struct.unpack_from(e + "H", data, pos)
+                (cu_off,) = struct.unpack_from(e + ("Q" if wide else "I"), data, pos + 2)
+                pos += 10 if wide else 6
+                addr_size, seg_size = data[pos], data[pos + 1]
+                pos += 2
+                if end > n or version != 2 or addr_size not in (4, 8) or seg_size:
+                    return {}
+                pair = 2 * addr_size
+                pos = off + -(-(pos - off) // pair) * pair  # tuples are aligned to their size
+                fmt = struct.Struct(e + ("QQ" if addr_size == 8 else "II"))
+                ranges = out.setdefault(cu_off, [])
+                while pos + pair <= end:
+                    lo, size = fmt.unpack_from(data, pos)
+                    pos += pair
+                    if lo == 0 and size == 0:
+                        break
+                    if size:
+                        ranges.append((lo, lo + size))
+                off = end
+        except (struct.error, IndexError):
+            return {}
+        return out
+
     def _cu_for(self, addr: int) -> _Cu | None:
         starts, ends, cus = self._cu_index()
         i = bisect_right(starts, addr) - 1
         for j in range(i, max(i - 8, -1), -1):
-            if addr < ends[j]:
+            if addr < ends[j] and self._top_usable(cus[j]):
                 return cus[j]
         return None
 
