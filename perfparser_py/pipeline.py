@@ -221,6 +221,13 @@ def run(options, out) -> int:
         debug_paths=[p for p in debug_paths.split(":") if p],
         build_ids={},
     )
+    if not stats_mode:
+        def debuginfo_progress(module: bytes, url: str, numerator: int, denominator: int) -> None:
+            writer.debuginfo_progress(emitter.string(module), emitter.string(url), numerator,
+                                      denominator)
+            writer.flush()  # hotspot shows downloads while they run
+
+        finder.progress = debuginfo_progress
     sink = Sink(options, emitter, attrs, finder)
     queue = EventQueue(None if stats_mode else sink, options.buffer_size, options.max_buffer_size)
     arch_name = options.arch or _host_arch()

@@ -422,14 +422,19 @@ def test_cli_resolves_file_and_line_through_debuginfod(server: Server, tmp_path:
     cmd = [sys.executable, "-m", "perfparser_py.cli", "--input", str(data),
            "--kallsyms", "/dev/null", "--debug", str(tmp_path / "nodebug")]
 
+    downloads = []
+
     def hot_lines() -> set[tuple[str | None, int]]:
         out = subprocess.run(cmd, capture_output=True, env=env, timeout=60, check=True)
-        samples, _ = decode(out.stdout)
+        samples, stream = decode(out.stdout)
+        downloads.append([m for m in stream.messages
+                          if type(m).__name__ == "DebugInfoDownloadProgress"])
         return {(Path(f.chain[0][2] or "").name, f.chain[0][3])
                 for s in samples for f in s.frames if f.sym == "hot_loop"}
 
     lines = hot_lines()
     assert lines and all(name == "w.c" and line == 3 for name, line in lines)
+    assert downloads[0] and downloads[0][-1].numerator == downloads[0][-1].denominator > 0
     assert len(server.requests) == 1
     server.stop()
     assert hot_lines() == lines  # from the cache, without the server
