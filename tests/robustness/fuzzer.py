@@ -453,6 +453,8 @@ def make_case(seeds: list[Seed], seed: int, index: int, workdir: Path) -> Case:
         mutators, weights = zip(*PERF_MUTATORS, strict=True)
         for _ in range(rng.choice((1, 1, 1, 2, 2, 3, 4))):
             mutations.append(rng.choices(mutators, weights)[0](rng, buf, s.lay))
+            if len(buf) != len(s.data):
+                break  # truncated: the seed's layout no longer describes the buffer
     (workdir / "perf.data").write_bytes(buf)
     argv = ["--output", str(workdir / "out.qperf"), "--sysroot", str(CORPUS / "sysroot") + "/",
             "--debug", str(CORPUS / "sysroot" / "usr" / "lib" / "debug"), "--max-frames", "1024"]
