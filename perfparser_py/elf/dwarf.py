@@ -62,6 +62,12 @@ class DwarfError(Exception):
     """Internal: malformed DWARF (never leaves this module)."""
 
 
+# What malformed DWARF raises while being decoded (a mutated form can also turn a number
+# into a tuple or a huge value): the lookup then answers None instead of failing the run.
+_MALFORMED = (DwarfError, IndexError, struct.error, ValueError, KeyError, RecursionError,
+              TypeError, OverflowError)
+
+
 class Scope:
     """One subprogram or inlined-subroutine instance containing an address."""
 
@@ -150,7 +156,7 @@ class DwarfInfo:
             pass
         try:
             result = self._line_at(vaddr)
-        except (DwarfError, IndexError, struct.error, ValueError, KeyError, RecursionError):
+        except _MALFORMED:
             result = None
         self._line_cache[vaddr] = result
         return result
@@ -163,7 +169,7 @@ class DwarfInfo:
             pass
         try:
             result = self._scopes_at(vaddr)
-        except (DwarfError, IndexError, struct.error, ValueError, KeyError, RecursionError):
+        except _MALFORMED:
             result = None
         self._scopes[vaddr] = result
         return result
@@ -571,7 +577,7 @@ class DwarfInfo:
         if cu.ranges is None:
             try:
                 self._cu_top(cu)
-            except (DwarfError, IndexError, struct.error, ValueError):
+            except _MALFORMED:
                 cu.ranges = []
                 cu.top = None
         return cu.top in (_TAG_COMPILE_UNIT, _TAG_PARTIAL_UNIT, _TAG_SKELETON_UNIT)
@@ -892,7 +898,7 @@ class DwarfInfo:
             return
         try:
             rows = self._line_program(cu, data, cu.stmt_list)
-        except (DwarfError, IndexError, struct.error, ValueError):
+        except _MALFORMED:
             return
         # elfutils order: by address, an end_sequence before a row at the same address,
         # otherwise program order.

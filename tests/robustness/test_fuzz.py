@@ -53,3 +53,18 @@ def test_invariants_reject_what_they_should(code, stderr, output, expect):
             "undefined": _stream(P.Sample(1, 1, 5, 0, [7], 0, [(0, 1)]))}[output]
     failure = check(code, stderr, b"", data)
     assert (failure is None) if expect is None else (expect in failure), failure
+
+
+# (seed, index) of past findings, replayed exactly: each once failed an invariant
+FINDINGS = [
+    (1, 3995),  # DW_AT_ranges decoded with a mutated form: TypeError in the rnglist reader
+]
+
+
+@pytest.mark.parametrize("seed,index", FINDINGS)
+def test_past_findings_stay_fixed(seed, index, tmp_path):
+    from tests.robustness.fuzzer import make_case, run_case
+
+    case = make_case(load_seeds(), seed, index, tmp_path / "case")
+    failure, _elapsed = run_case(case)
+    assert failure is None, (failure, case.mutations)
