@@ -33,7 +33,11 @@ def hotspot_check(parser: Path, case_dir: Path, tmp_path: Path) -> dict:
     return report
 
 
-@pytest.mark.parametrize("case", ["syswide-fp", "dwarf"])
+# the hot function of each recording, as hotspot's own parser log must show it
+HOT_SYMBOL = {"syswide-fp": "busy_spin", "dwarf": "work::spin_inner(int)"}
+
+
+@pytest.mark.parametrize("case", sorted(HOT_SYMBOL))
 @pytest.mark.parametrize("which", ["ours", "debian"])
 def test_hotspot_accepts_stream(which, case, perfparser_exe, corpus_dir, tmp_path):
     parser = perfparser_exe if which == "ours" else DEBIAN_PARSER
@@ -41,3 +45,6 @@ def test_hotspot_accepts_stream(which, case, perfparser_exe, corpus_dir, tmp_pat
     assert report["flavour"] == "1.3"  # Debian's hotspot 1.3.0
     assert report["samples_parsed"] == report["samples_written"] > 0
     assert report["stream_errors"] == []
+    log = (tmp_path / "hotspot.log").read_text(errors="replace")
+    assert "parsed: StringDefinition{id=" in log
+    assert any(line.endswith(f"string={HOT_SYMBOL[case]}}}") for line in log.splitlines())
