@@ -181,7 +181,7 @@ class Sink:
         kernel_range = (kernel_maps[0].start, kernel_maps[-1].end) if kernel_maps else (0, 0)
         addrs, first_guessed = unwind(self.arch, e.regs_abi, e.regs, e.attr.sample_regs_user,
                                       e.stack, module_at, proc.history,
-                                      self.options.max_frames, kernel_range)
+                                      self.options.max_frames, kernel_range, proc.unwind_steps)
         frame = self.symbolizer.frame
         frames.extend(frame(proc, addr, False) for addr in addrs)
         return min(255, max(0, len(addrs) - first_guessed))

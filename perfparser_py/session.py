@@ -121,7 +121,7 @@ class Process:
     """Per-process state: address space, caches and unwinding history."""
 
     __slots__ = ("cache", "chains", "chains_generation", "first_image", "history", "perf_map",
-                 "pid", "space")
+                 "pid", "space", "unwind_steps")
 
     def __init__(self, pid: int, space: AddressSpace | None = None) -> None:
         self.pid = pid
@@ -133,6 +133,8 @@ class Process:
         # callchain -> location ids, valid while neither this space nor the kernel's changes
         self.chains: dict[tuple, list[int]] = {}
         self.chains_generation = 0
+        # lookup address -> compiled CFI step (unwind.dwarf), valid while this space is unchanged
+        self.unwind_steps: dict[int, tuple | None] = {}
 
     def changed(self) -> None:
         self.cache.clear()
@@ -179,6 +181,7 @@ class Session:
         if mapping.image is not None and proc.first_image is None:
             proc.first_image = mapping.image
         proc.chains.clear()
+        proc.unwind_steps.clear()
         if pid == KERNEL_PID:
             self.kernel_generation += 1
         if proc.space.insert(mapping):

@@ -9,6 +9,7 @@ earlier samples of the same process. It never raises and always terminates.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable
 
@@ -35,52 +36,89 @@ ModuleAt = Callable[[int], "tuple[object, int, object] | None"]
 
 def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: memoryview,
            module_at: ModuleAt, history: dict[int, int], max_frames: int,
-           kernel_range: tuple[int, int] = (0, 0)) -> tuple[list[int], int]:
+           kernel_range: tuple[int, int] = (0, 0),
+           steps: dict[int, tuple] | None = None) -> tuple[list[int], int]:
     """Returns (lookup addresses leaf first, first_guessed_index); see the module docstring.
 
     `regs` holds the sample's user registers packed in the order of the set bits of
     `regs_mask`; `module_at(addr)` -> (image, bias, cfi) | None for a runtime address
     (runtime = vaddr + bias); `history` maps stack addresses to words seen in earlier samples
-    and is updated with every word read from this stack copy.
+    and is updated with every word read from this stack copy. `steps` caches lookup address
+    -> compiled CFI step across calls; the caller must clear it whenever `module_at` would
+    answer differently (a mapping change).
     """
     table = table_for(arch, abi)
     if table is None:
         return [], 0
     try:
         return _Unwinder(table, regs, regs_mask, stack, module_at, history,
-                         kernel_range).run(max_frames)
+                         kernel_range).run(max_frames, {} if steps is None else steps)
     except Exception:  # noqa: BLE001 - hostile input must never escape as a traceback
         return [], 0
 
 
+@functools.cache
+def _reg_slots(t: RegTable, regs_mask: int, nregs: int) -> tuple[tuple, int]:
+    """((DWARF register, index into the packed sample registers), ...) in DWARF order, and the
+    index of the stack pointer (-1 if absent) for one sample register mask."""
+    perf: dict[int, int] = {}
+    i = bit = 0
+    m = regs_mask
+    while m and i < nregs:
+        if m & 1:
+            perf[bit] = i
+            i += 1
+        m >>= 1
+        bit += 1
+    pairs = tuple((d, perf[p]) for d, p in enumerate(t.dwarf_from_perf) if p in perf)
+    return pairs, perf.get(t.sp_perf, -1)
+
+
+def _compile(row, word: int) -> tuple:
+    """A CFI row as the tuple the step evaluates:
+    (cfa register or -1 for an expression, offset or expression, rules, ra, signal, block)
+    where rules are (register, kind, argument) in row order and block, when not None, is
+    (first offset, span, Struct.unpack_from, ((register, index), ...)) for a row whose rules
+    are all saved-at-offset words on one word grid: one unpack_from reads them all."""
+    rule = row.cfa
+    cfa_reg, cfa_arg = (rule[1], rule[2]) if rule[0] == CFA_REG else (-1, rule[1])
+    rules = tuple((reg, kind, arg) for reg, (kind, arg) in row.regs.items())
+    block = None
+    offs = [arg for _reg, kind, arg in rules if kind == OFFSET]
+    if rules and len(offs) == len(rules):
+        first = min(offs)
+        if all((o - first) % word == 0 for o in offs):
+            n = (max(offs) - first) // word + 1
+            fmt = struct.Struct(f"<{n}{'Q' if word == 8 else 'I'}").unpack_from
+            block = (first, n * word, fmt,
+                     tuple((reg, (arg - first) // word) for reg, _kind, arg in rules))
+    return cfa_reg, cfa_arg, rules, row.ra, row.signal, block
+
+
 class _Unwinder:
     __slots__ = ("t", "regs", "stack", "lo", "hi", "module_at", "history", "klo", "khi",
-                 "mask", "fmt", "frames", "guessed")
+                 "mask", "fmt", "unpack", "frames", "guessed")
 
     def __init__(self, t: RegTable, regs: tuple[int, ...], regs_mask: int, stack: memoryview,
                  module_at: ModuleAt, history: dict[int, int],
                  kernel_range: tuple[int, int]) -> None:
         self.t = t
-        self.mask = (1 << (8 * t.word)) - 1
+        mask = self.mask = (1 << (8 * t.word)) - 1
         self.fmt = "<Q" if t.word == 8 else "<I"
-        perf: dict[int, int] = {}
-        i = 0
-        bit = 0
-        m = regs_mask
-        while m and i < len(regs):
-            if m & 1:
-                perf[bit] = regs[i] & self.mask
-                i += 1
-            m >>= 1
-            bit += 1
-        dw = {d: perf[p] for d, p in enumerate(t.dwarf_from_perf) if p in perf}
+        self.unpack = struct.Struct(self.fmt).unpack_from
+        pairs, sp_index = _reg_slots(t, regs_mask, len(regs))
+        dw = {d: regs[i] & mask for d, i in pairs}
         for r in t.zero_dwarf:
             dw[r] = 0
         self.regs = dw
         self.stack = stack
-        sp = perf.get(t.sp_perf)
-        self.lo = sp if sp is not None else 1
-        self.hi = sp + len(stack) if sp is not None else 0
+        if sp_index >= 0:
+            sp = regs[sp_index] & mask
+            self.lo = sp
+            # words past the address space's end are unreadable: read() refuses them too
+            self.hi = min(sp + len(stack), mask + 1)
+        else:
+            self.lo, self.hi = 1, 0
         self.module_at = module_at
         self.history = history
         self.klo, self.khi = kernel_range
@@ -93,7 +131,7 @@ class _Unwinder:
         if addr < 0 or addr + word > self.mask + 1:
             return None
         if self.lo <= addr and addr + word <= self.hi:
-            v = struct.unpack_from(self.fmt, self.stack, addr - self.lo)[0]
+            v = self.unpack(self.stack, addr - self.lo)[0]
             self.history[addr] = v
             return v
         if self.klo <= addr < self.khi:
@@ -110,17 +148,20 @@ class _Unwinder:
             self.guessed = len(self.frames)
         return v
 
-    def run(self, max_frames: int) -> tuple[list[int], int]:
+    def run(self, max_frames: int, steps: dict[int, tuple]) -> tuple[list[int], int]:
         t = self.t
         frames = self.frames
         limit = max_frames if max_frames >= 0 else _HARD_MAX_FRAMES
         regs = self.regs
+        ip_dwarf, sp_dwarf = t.ip_dwarf, t.sp_dwarf
+        word = t.word
+        module_at = self.module_at
         initial = True
         callee_signal = False
         seen: set[tuple[int, int]] = set()
-        is_x86 = t.ip_dwarf in (8, 16) and t.sp_dwarf in (4, 7)
+        is_x86 = ip_dwarf in (8, 16) and sp_dwarf in (4, 7)
         while True:
-            pc = regs.get(t.ip_dwarf)
+            pc = regs.get(ip_dwarf)
             if pc is None:
                 break
             if pc == 0 or len(frames) > limit:
@@ -128,23 +169,29 @@ class _Unwinder:
                 break
             exact = initial or callee_signal
             adj = pc if exact else pc - 1
-            mod = self.module_at(adj)
-            row = None
-            if mod is not None and mod[2] is not None:
-                row = mod[2].row(adj - mod[1])
-            frames.append(pc if exact or (row is not None and row.signal) else pc - 1)
-            new = self._step_cfi(regs, row, mod[1] if mod else 0) if row is not None else None
+            step = steps.get(adj, False)
+            if step is False:
+                mod = module_at(adj)
+                row = None
+                if mod is not None and mod[2] is not None:
+                    row = mod[2].row(adj - mod[1])
+                step = steps[adj] = None if row is None else _compile(row, word)
+            if step is None:
+                frames.append(pc if exact else pc - 1)
+                new = None
+            else:
+                signal = step[4]
+                frames.append(pc if exact or signal else pc - 1)
+                new = self._step_cfi(regs, step)
             if new is None:
                 new = self._step_fallback(regs)
                 if new is None:
                     break
                 signal = False
-            else:
-                signal = row.signal
             if new is _END:
                 break
-            sp = regs.get(t.sp_dwarf)
-            cfa = new.get(t.sp_dwarf)
+            sp = regs.get(sp_dwarf)
+            cfa = new.get(sp_dwarf)
             if cfa is None:
                 cfa = -1
             key = (pc, cfa)
@@ -157,53 +204,64 @@ class _Unwinder:
         first = self.guessed if self.guessed is not None else len(frames)
         return frames, min(first, len(frames))
 
-    def _step_cfi(self, regs: dict[int, int], row, bias: int):
-        """Caller registers from a CFI row; None if the rules cannot be evaluated,
+    def _step_cfi(self, regs: dict[int, int], step: tuple):
+        """Caller registers from a compiled CFI row; None if the rules cannot be evaluated,
         _END if the return address is undefined (outermost frame)."""
-        t = self.t
         mask = self.mask
-        rule = row.cfa
-        if rule[0] == CFA_REG:
-            base = regs.get(rule[1])
+        cfa_reg, cfa_arg, rules, ra_reg, _signal, block = step
+        if cfa_reg >= 0:
+            base = regs.get(cfa_reg)
             if base is None:
                 return None
-            cfa = (base + rule[2]) & mask
+            cfa = (base + cfa_arg) & mask
         else:
-            cfa = self.eval(rule[1], regs, None)
+            cfa = self.eval(cfa_arg, regs, None)
             if cfa is None:
                 return None
         new = dict(regs)
-        new[t.sp_dwarf] = cfa
-        for reg, (kind, arg) in row.regs.items():
-            if kind == OFFSET:
-                v = self.read((cfa + arg) & mask)
-            elif kind == VAL_OFFSET:
-                v = (cfa + arg) & mask
-            elif kind == SAME:
-                v = regs.get(reg)
-            elif kind == REGISTER:
-                v = regs.get(arg)
-            elif kind == EXPR:
-                addr = self.eval(arg, regs, cfa)
-                v = None if addr is None else self.read(addr)
-            elif kind == VAL_EXPR:
-                v = self.eval(arg, regs, cfa)
-            elif kind == UNDEF:
-                if reg == row.ra:
-                    return _END
-                v = None
-            else:
-                v = None
-            if v is None:
-                new.pop(reg, None)
-            else:
+        new[self.t.sp_dwarf] = cfa
+        lo = self.lo
+        if block is not None and lo <= cfa + block[0] and cfa + block[0] + block[1] <= self.hi:
+            # every rule reads a word inside the stack copy
+            first = cfa + block[0]
+            values = block[2](self.stack, first - lo)
+            history = self.history
+            word = self.t.word
+            for reg, i in block[3]:
+                v = values[i]
+                history[first + i * word] = v
                 new[reg] = v
-        ra = new.get(row.ra)
+        else:
+            for reg, kind, arg in rules:
+                if kind == OFFSET:
+                    v = self.read((cfa + arg) & mask)
+                elif kind == VAL_OFFSET:
+                    v = (cfa + arg) & mask
+                elif kind == SAME:
+                    v = regs.get(reg)
+                elif kind == REGISTER:
+                    v = regs.get(arg)
+                elif kind == EXPR:
+                    addr = self.eval(arg, regs, cfa)
+                    v = None if addr is None else self.read(addr)
+                elif kind == VAL_EXPR:
+                    v = self.eval(arg, regs, cfa)
+                elif kind == UNDEF:
+                    if reg == ra_reg:
+                        return _END
+                    v = None
+                else:
+                    v = None
+                if v is None:
+                    new.pop(reg, None)
+                else:
+                    new[reg] = v
+        ra = new.get(ra_reg)
         if ra is None:
             return None
-        if t.name == "arm":
+        if self.t.name == "arm":
             ra &= ~1  # Thumb bit is not part of the address
-        new[t.ip_dwarf] = ra
+        new[self.t.ip_dwarf] = ra
         return new
 
     def _step_fallback(self, regs: dict[int, int]):
