@@ -12,9 +12,12 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from .debuginfod import DebuginfodClient
 from .image import ElfImage, warn_once
+
+if TYPE_CHECKING:
+    from .debuginfod import DebuginfodClient
 
 # Bounds for walking a user-given search directory (someone may pass their home directory).
 _MAX_WALK_ENTRIES = 500_000
@@ -119,7 +122,12 @@ class ElfFinder:
         self._indexes = {d: _DirIndex(d) for d in ([app] if app else []) + self.extra}
         self._found: dict[bytes, tuple[str, ElfImage | None]] = {}
         self._images: dict[tuple[int, int, int, int], ElfImage | None] = {}
-        self.debuginfod: DebuginfodClient | None = DebuginfodClient.from_env()
+        self.debuginfod: DebuginfodClient | None = None
+        if os.environ.get("DEBUGINFOD_URLS", "").strip():
+            # its http/urllib/ssl imports cost ~15 ms of every start-up: only when configured
+            from .debuginfod import DebuginfodClient
+
+            self.debuginfod = DebuginfodClient.from_env()
         # (module file name, url, bytes so far, total) for each debuginfod transfer step
         self.progress: Callable[[bytes, str, int, int], None] | None = None
 
