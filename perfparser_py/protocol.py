@@ -679,32 +679,40 @@ def message_size(type_id: int, flavour: str) -> int | None:
 
 # ------------------------------------------------------------- Sample fast path (hot)
 
-_SAMPLE_HEAD = struct.Struct(">BiiQII")  # type, pid, tid, time, cpu, number of frames
-_SAMPLE_MID = struct.Struct(">BI")  # guessed frames, number of values
-_SAMPLE_VALUE = struct.Struct(">iQ")
-_FRAME_ARRAYS: dict[int, struct.Struct] = {}
+# (number of frames, number of values) -> (Struct.pack of the payload, its length prefix)
+_SAMPLE_PACKERS: dict[tuple[int, int], tuple[Callable[..., bytes], bytes]] = {}
 
 
-def _sample_body(type_id: int, pid: int, tid: int, time: int, cpu: int, frames: Sequence[int],
-                 guessed: int, values: Sequence[tuple[int, int]]) -> bytes:
-    """Sample payload without the schema walk; struct.error when a value needs wrapping."""
+def _sample_frame(type_id: int, pid: int, tid: int, time: int, cpu: int,
+                  frames: Sequence[int], guessed: int,
+                  values: Sequence[tuple[int, int]]) -> bytes:
+    """Sample message (length prefix included) without the schema walk: one struct pack per
+    shape; struct.error when a value needs wrapping."""
     n = len(frames)
-    st = _FRAME_ARRAYS.get(n)
-    if st is None:
-        st = _FRAME_ARRAYS[n] = struct.Struct(f">{n}i")
-    parts = [_SAMPLE_HEAD.pack(type_id, pid, tid, time, cpu, n), st.pack(*frames),
-             _SAMPLE_MID.pack(guessed, len(values))]
-    parts += [_SAMPLE_VALUE.pack(a, v) for a, v in values]
-    return b"".join(parts)
+    nv = len(values)
+    packer = _SAMPLE_PACKERS.get((n, nv))
+    if packer is None:
+        if len(_SAMPLE_PACKERS) >= 4096:  # frame counts come from the input: stay bounded
+            _SAMPLE_PACKERS.clear()
+        st = struct.Struct(f">BiiQII{n}iBI" + "iQ" * nv)
+        packer = _SAMPLE_PACKERS[n, nv] = (st.pack, _U32LE.pack(st.size))
+    pack, prefix = packer
+    if nv == 1:
+        (a, v), = values
+        return prefix + pack(type_id, pid, tid, time, cpu, n, *frames, guessed, 1, a, v)
+    return prefix + pack(type_id, pid, tid, time, cpu, n, *frames, guessed, nv,
+                         *[x for pair in values for x in pair])
 
 
 def _fast_sample_type(lay: _Layout | None) -> int | None:
-    """The Sample type id if this flavour's layout encodes exactly like _sample_body."""
+    """The Sample type id if this flavour's layout encodes exactly like _sample_frame."""
     if lay is None:
         return None
-    probe = (-1, 7, 1 << 40, 3, [0, -5, 9], 2, [(1, 1 << 63), (-1, 5)])
-    fast = _sample_body(lay.type_id, *probe)
-    return lay.type_id if _U32LE.pack(len(fast)) + fast == lay.frame(probe) else None
+    for probe in ((-1, 7, 1 << 40, 3, [0, -5, 9], 2, [(1, 1 << 63), (-1, 5)]),
+                  (5, 6, 7, 0, [], 0, [(0, 3)])):
+        if _sample_frame(lay.type_id, *probe) != lay.frame(probe):
+            return None
+    return lay.type_id
 
 
 # -------------------------------------------------------------------------------- writer
@@ -792,14 +800,13 @@ class StreamWriter:
                guessed: int, values: Sequence[tuple[int, int]]) -> None:
         if self._sample_type is not None:
             try:
-                body = _sample_body(self._sample_type, pid, tid, time, cpu, frames, guessed,
-                                    values)
+                frame = _sample_frame(self._sample_type, pid, tid, time, cpu, frames, guessed,
+                                      values)
             except struct.error:  # values to wrap: the schema-driven path knows how
                 pass
             else:
                 buf = self._buf
-                buf += _U32LE.pack(len(body))
-                buf += body
+                buf += frame
                 if len(buf) >= _FLUSH_AT:
                     self.flush()
                 return
