@@ -131,22 +131,30 @@ class Sink:
 
     def sample(self, e) -> None:
         session = self.session
-        proc = session.process(e.pid)
-        kernel = session.kernel
+        pid = e.pid
+        proc = session.process(pid)
         sym = self.symbolizer
-        sym.prepare(proc)
-        frames: list[int] = []
-        in_kernel = kernel.space.contains(e.ip)
-        if e.callchain or e.branch_stack:
+        if proc.perf_map is not False:
+            sym.prepare(proc)
+        ip = e.ip
+        klo, khi = session.kernel_range
+        in_kernel = klo <= ip < khi
+        callchain = e.callchain
+        branch_stack = e.branch_stack
+        if callchain or branch_stack:
             cpumode = e.misc & CPUMODE_MASK
             ip_is_user = cpumode == CPUMODE_USER or (cpumode == 0 and not in_kernel)
-            frames = sym.callchain(proc, kernel, session.kernel_generation, e.callchain, e.ip,
-                                   ip_is_user, e.branch_stack).copy()
+            # the memoized list is shared: copied before anything is appended to it
+            frames = sym.callchain(proc, session.kernel, session.kernel_generation, callchain,
+                                   ip, ip_is_user, branch_stack)
+        else:
+            frames = []
         guessed = 0
         if e.regs_abi and e.stack is not None and len(e.stack) and self.unwinder is not None:
+            frames = frames.copy()
             guessed = self._unwind(e, proc, frames)
         if not frames:
-            frames.append(sym.frame(kernel if in_kernel else proc, e.ip, in_kernel))
+            frames = [sym.frame(session.kernel if in_kernel else proc, ip, in_kernel)]
         attrs = self.attrs
         if e.read_values:
             values = [(attrs.attribute_id(i), v) for v, i in e.read_values]
@@ -156,10 +164,10 @@ class Sink:
         if attr.type == TRACEPOINT:
             format_id, trace_data = self.tracepoints.trace_data(attr.config, e.raw,
                                                                 attr.big_endian)
-            self.writer.tracepoint_sample(e.pid, e.tid, e.time, e.cpu, frames, guessed, values,
+            self.writer.tracepoint_sample(pid, e.tid, e.time, e.cpu, frames, guessed, values,
                                           format_id, trace_data)
         else:
-            self.writer.sample(e.pid, e.tid, e.time, e.cpu, frames, guessed, values)
+            self.writer.sample(pid, e.tid, e.time, e.cpu, frames, guessed, values)
 
     def _unwind(self, e, proc, frames: list[int]) -> int:
         unwind, cfi_for = self.unwinder
@@ -177,11 +185,10 @@ class Sink:
                 cfi = self._cfi[key] = cfi_for(m.image)
             return m.image, m.bias, cfi
 
-        kernel_maps = list(self.session.kernel.space)
-        kernel_range = (kernel_maps[0].start, kernel_maps[-1].end) if kernel_maps else (0, 0)
         addrs, first_guessed = unwind(self.arch, e.regs_abi, e.regs, e.attr.sample_regs_user,
                                       e.stack, module_at, proc.history,
-                                      self.options.max_frames, kernel_range, proc.unwind_steps)
+                                      self.options.max_frames, self.session.kernel_range,
+                                      proc.unwind_steps)
         frame = self.symbolizer.frame
         frames.extend(frame(proc, addr, False) for addr in addrs)
         return min(255, max(0, len(addrs) - first_guessed))

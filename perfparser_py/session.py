@@ -147,6 +147,8 @@ class Session:
         self.processes: dict[int, Process] = {}
         self.kernel = Process(KERNEL_PID)
         self.kernel_generation = 0  # bumped by every kernel mapping (invalidates chains)
+        # (first kernel mapping's start, last one's end); (0, 0) while there is none
+        self.kernel_range = (0, 0)
 
     def process(self, pid: int) -> Process:
         if pid == KERNEL_PID:
@@ -186,3 +188,6 @@ class Session:
             self.kernel_generation += 1
         if proc.space.insert(mapping):
             proc.changed()
+        if pid == KERNEL_PID:
+            maps = proc.space._maps
+            self.kernel_range = (maps[0].start, maps[-1].end)
