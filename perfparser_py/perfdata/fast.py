@@ -8,6 +8,7 @@ raises struct.error / ValueError; the reader turns that into PerfDataError.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from types import SimpleNamespace
 
 from . import events as ev
@@ -25,6 +26,8 @@ from .attr import (
 )
 from .records import MISC_MMAP_BUILD_ID, MISC_MMAP_DATA, PROT_EXEC, PROT_READ
 
+_new = tuple.__new__
+_SampleEvent = ev.SampleEvent
 _ZERO = (0,)  # appended so that index -1 (field absent) reads 0
 _NO_TRAILER = (0, 0, 0, 0)
 
@@ -103,10 +106,17 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
         _spid, _stid, time, cpu = trailer_values(buf, end, trailer)
         return ev.ExitEvent(*task(buf, pos), time, cpu, size, misc)
 
+    arrays: dict[int, Callable] = {}  # n -> unpack_from of n words
+
     def u64s(buf, pos: int, end: int, n: int) -> tuple[int, ...]:
         if n < 0 or pos + 8 * n > end:
             raise ValueError("array runs past the end of the record")
-        return struct.unpack_from(f"{e}{n}Q", buf, pos)
+        unpack = arrays.get(n)
+        if unpack is None:
+            if len(arrays) >= 1024:  # n comes from the input: stay bounded
+                arrays.clear()
+            unpack = arrays[n] = struct.Struct(f"{e}{n}Q").unpack_from
+        return unpack(buf, pos)
 
     def sample(buf, pos: int, end: int, misc: int, size: int,
                attr: PerfEventAttr) -> ev.SampleEvent:
@@ -180,10 +190,11 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
             pos += 8
         if pos > end:
             raise ValueError("sample fields run past the end of the record")
-        return ev.SampleEvent(attr, v[i_pid], v[i_tid], v[i_time], v[i_cpu], v[i_ip], v[i_addr],
-                              v[i_id], v[i_sid], v[i_period], read_values, callchain, raw,
-                              branch_stack, hw_idx, regs_abi, regs, stack, weight, data_src,
-                              transaction, size, misc)
+        # tuple.__new__ directly: the NamedTuple's generated __new__ is one more Python call
+        return _new(_SampleEvent, (attr, v[i_pid], v[i_tid], v[i_time], v[i_cpu], v[i_ip],
+                                   v[i_addr], v[i_id], v[i_sid], v[i_period], read_values,
+                                   callchain, raw, branch_stack, hw_idx, regs_abi, regs, stack,
+                                   weight, data_src, transaction, size, misc))
 
     def peek_u64(buf, pos: int) -> int:
         return u64(buf, pos)[0]
