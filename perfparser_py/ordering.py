@@ -167,14 +167,17 @@ class EventQueue:
         self._counts = [0, 0, 0]
         self._violating = False
         pending = 0  # events[pending:i] are non-sample events waiting for the next sample
+        released = 0  # samples handed out; what _release does for them is inlined (hot)
+        sample = self.sink.sample if self.sink is not None else None
         i = 0
         for i, item in enumerate(events):
             if not item[1]:
                 continue
             if self._bytes <= desired:
                 break
-            for j in range(pending, i):
-                self._release(events[j], limit)
+            if pending < i:
+                for j in range(pending, i):
+                    self._release(events[j], limit)
             time = item[0]
             if time < limit:
                 if not self._violating:
@@ -182,8 +185,12 @@ class EventQueue:
                 self._violating = True
             elif time > self._last_flush_max_time:
                 self._last_flush_max_time = time
-            self._release(item, limit)
+            self._bytes -= item[4]
+            released += 1
+            if sample is not None:
+                sample(item[5])
             pending = i + 1
+        self._counts[SAMPLE] += released
         # After the last sample handed out: task events go while over the target (so a final
         # flush(0) sends them all); mmaps stay until a sample needs them, as upstream does.
         kept = events[pending:]
