@@ -189,8 +189,7 @@ class Sink:
                                       e.stack, module_at, proc.history,
                                       self.options.max_frames, self.session.kernel_range,
                                       proc.unwind_steps)
-        frame = self.symbolizer.frame
-        frames.extend(frame(proc, addr, False) for addr in addrs)
+        frames += self.symbolizer.unwound(proc, addrs)
         return min(255, max(0, len(addrs) - first_guessed))
 
 
@@ -227,6 +226,7 @@ def run(options, out) -> int:
         sysroot=options.sysroot,
         debug_paths=[p for p in debug_paths.split(":") if p],
         build_ids={},
+        use_cache=not options.no_cache,
     )
     if not stats_mode:
         def debuginfo_progress(module: bytes, url: str, numerator: int, denominator: int) -> None:
@@ -285,6 +285,7 @@ def run(options, out) -> int:
     if code == 0 and sink.unwinder is None:
         _check_arch(arch_name, sink)  # pipe mode: no DataStartEvent
     queue.finish()
+    finder.save_cache()
     if stats_mode:
         out.write(queue.stats.render().encode())
     writer.flush()

@@ -121,7 +121,7 @@ class Process:
     """Per-process state: address space, caches and unwinding history."""
 
     __slots__ = ("cache", "chains", "chains_generation", "first_image", "history", "perf_map",
-                 "pid", "space", "unwind_steps")
+                 "pid", "space", "unwind_steps", "unwound")
 
     def __init__(self, pid: int, space: AddressSpace | None = None) -> None:
         self.pid = pid
@@ -135,6 +135,8 @@ class Process:
         self.chains_generation = 0
         # lookup address -> compiled CFI step (unwind.dwarf), valid while this space is unchanged
         self.unwind_steps: dict[int, tuple | None] = {}
+        # unwound addresses -> location ids, valid while this space is unchanged
+        self.unwound: dict[tuple[int, ...], list[int]] = {}
 
     def changed(self) -> None:
         self.cache.clear()
@@ -184,6 +186,7 @@ class Session:
             proc.first_image = mapping.image
         proc.chains.clear()
         proc.unwind_steps.clear()
+        proc.unwound.clear()
         if pid == KERNEL_PID:
             self.kernel_generation += 1
         if proc.space.insert(mapping):

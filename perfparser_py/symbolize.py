@@ -68,6 +68,18 @@ class Symbolizer:
                                                                  branch_stack)]
         return ids
 
+    def unwound(self, proc: Process, addrs: list[int]) -> list[int]:
+        """Location ids of DWARF-unwound user addresses, memoized per process like callchain()."""
+        memo = proc.unwound
+        key = tuple(addrs)
+        ids = memo.get(key)
+        if ids is None:
+            if len(memo) >= _MAX_CHAINS:
+                memo.clear()
+            frame = self.frame
+            ids = memo[key] = [frame(proc, addr, False) for addr in addrs]
+        return ids
+
     # -- one address (SEMANTICS §10.2 - §10.9) -------------------------------------------
     def _resolve(self, proc: Process, m: Mapping | None, ip: int, is_kernel: bool) -> int:
         emit = self.emit
