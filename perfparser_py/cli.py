@@ -38,6 +38,7 @@ _VALUE_OPTIONS = {
 }
 _FLAG_OPTIONS = {
     "print-stats": "Print statistics instead of the protocol stream.",
+    "no-cache": "Do not read or write the persistent cache (also: $PERFPARSER_NO_CACHE).",
     "help": "Displays help on commandline options.",
     "help-all": "Displays help including Qt specific options.",
     "version": "Displays version information.",
@@ -66,6 +67,7 @@ class Options:
     max_frames: int = 64
     print_stats: bool = False
     protocol: str | None = None
+    no_cache: bool = False
 
 
 def parse_args(argv: list[str]) -> dict[str, str | bool]:
@@ -141,6 +143,7 @@ def make_options(values: dict[str, str | bool]) -> Options:
             )
         o.max_frames = frames
     o.print_stats = bool(values.get("print-stats"))
+    o.no_cache = bool(values.get("no-cache"))
     return o
 
 
@@ -157,7 +160,8 @@ def usage() -> str:
     ]
     for name, text in _VALUE_OPTIONS.items():
         lines.append(f"  --{name} <{name}>".ljust(29) + text)
-    lines.append("  --print-stats".ljust(29) + _FLAG_OPTIONS["print-stats"])
+    for name in ("print-stats", "no-cache"):
+        lines.append(f"  --{name}".ljust(29) + _FLAG_OPTIONS[name])
     return "\n".join(lines) + "\n"
 
 

@@ -5,7 +5,8 @@ row for an address and `scopes_at(vaddr)` the enclosing subprogram plus the inli
 subroutines containing it (SEMANTICS §10.3-§10.5). DWARF 2-5 are read, including the DWARF 5
 string/address/range indirections. A CU is parsed only when an address inside it is asked for;
 its DIE index, line table and resolved scopes are cached. Malformed or hostile DWARF makes the
-affected lookup return None; nothing raises.
+affected lookup return None; nothing raises. When the image carries a persistent cache record
+(`image.cache`), answers are kept there and the DWARF is only decoded for addresses it lacks.
 """
 
 from __future__ import annotations
@@ -131,8 +132,28 @@ class DwarfInfo:
         self._scope_objs: dict[int, Scope] = {}
 
     @staticmethod
-    def for_image(image) -> DwarfInfo | None:
-        """DWARF of `image` (its separate debug file when attached); None without .debug_info."""
+    def for_image(image) -> DwarfInfo | RecordedDwarf | None:
+        """DWARF of `image` (its separate debug file when attached); None without .debug_info.
+
+        With a persistent cache record on the image, a RecordedDwarf answering from it."""
+        rec = getattr(image, "cache", None)
+        if rec is None:
+            return DwarfInfo.decode(image)
+        has = rec.data.get("dwarf")
+        if has is False:
+            return None
+        info = None
+        if has is not True:
+            info = DwarfInfo.decode(image)
+            rec.data["dwarf"] = info is not None
+            rec.dirty = True
+            if info is None:
+                return None
+        return RecordedDwarf(image, rec, info)
+
+    @staticmethod
+    def decode(image) -> DwarfInfo | None:
+        """DwarfInfo over the image's debug sections; None without .debug_info."""
         secs: dict[str, memoryview] = {}
         for name in ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "rnglists",
                      "ranges", "line", "aranges"):
@@ -1058,6 +1079,73 @@ class DwarfInfo:
                 for _ in range(std_lengths[op - 1]):
                     _, pos = uleb(data, pos)
         return rows
+
+
+class RecordedDwarf:
+    """line_at/scopes_at answered from a persistent cache record (DESIGN decision 4).
+
+    Answers missing from the record are computed by a DwarfInfo, opened on the first miss,
+    and added to the record, so a warm run never decompresses or walks the DWARF.
+    """
+
+    def __init__(self, image, rec, info: DwarfInfo | None) -> None:
+        self._image = image
+        self._rec = rec
+        self._info = info
+        lines = rec.data.get("lines")
+        scopes = rec.data.get("scopes")
+        if type(lines) is not dict or type(scopes) is not dict:
+            lines = rec.data["lines"] = {}
+            scopes = rec.data["scopes"] = {}
+        self._lines: dict[int, tuple[bytes, int, int] | None] = lines
+        self._packed: dict[int, tuple | None] = scopes
+        self._scopes: dict[int, tuple[Scope, list[Scope]] | None] = {}
+
+    def _decoder(self) -> DwarfInfo | None:
+        if self._info is None:
+            self._info = DwarfInfo.decode(self._image)
+        return self._info
+
+    def line_at(self, vaddr: int) -> tuple[bytes, int, int] | None:
+        try:
+            return self._lines[vaddr]
+        except KeyError:
+            pass
+        info = self._decoder()
+        row = None if info is None else info.line_at(vaddr)
+        self._lines[vaddr] = row
+        self._rec.dirty = True
+        return row
+
+    def scopes_at(self, vaddr: int) -> tuple[Scope, list[Scope]] | None:
+        try:
+            return self._scopes[vaddr]
+        except KeyError:
+            pass
+        packed = self._packed.get(vaddr, _MISSING)
+        if packed is _MISSING:
+            info = self._decoder()
+            result = None if info is None else info.scopes_at(vaddr)
+            self._packed[vaddr] = None if result is None else (
+                _pack_scope(result[0]), tuple(_pack_scope(s) for s in result[1]))
+            self._rec.dirty = True
+        else:
+            try:
+                result = None if packed is None else (
+                    Scope(*packed[0]), [Scope(*s) for s in packed[1]])
+            except TypeError:  # not what this code writes: answer from the DWARF
+                del self._packed[vaddr]
+                return self.scopes_at(vaddr)
+        self._scopes[vaddr] = result
+        return result
+
+
+_MISSING = object()
+
+
+def _pack_scope(s: Scope) -> tuple:
+    return (s.name, s.entry_pc, s.decl_file, s.decl_line, s.decl_column, s.call_file,
+            s.call_line, s.call_column, s.die_offset)
 
 
 def _contains(ranges: list[tuple[int, int]], addr: int) -> bool:

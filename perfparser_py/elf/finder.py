@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from .image import ElfImage, warn_once
 
 if TYPE_CHECKING:
+    from ..cache import PersistentCache
     from .debuginfod import DebuginfodClient
 
 # Bounds for walking a user-given search directory (someone may pass their home directory).
@@ -113,6 +114,7 @@ class ElfFinder:
         sysroot: str,
         debug_paths: list[str],
         build_ids: dict[bytes, bytes],
+        use_cache: bool = False,
     ) -> None:
         self.app = app
         self.extra = [e for e in extra if e]
@@ -128,6 +130,11 @@ class ElfFinder:
             from .debuginfod import DebuginfodClient
 
             self.debuginfod = DebuginfodClient.from_env()
+        self.cache: PersistentCache | None = None
+        if use_cache:
+            from ..cache import PersistentCache
+
+            self.cache = PersistentCache.from_env()
         # (module file name, url, bytes so far, total) for each debuginfod transfer step
         self.progress: Callable[[bytes, str, int, int], None] | None = None
 
@@ -198,7 +205,24 @@ class ElfFinder:
                 debug = self.find_debug(image, recorded)
                 if debug is not None:
                     image.attach_debug(debug)
+            if self.cache is not None:
+                self._attach_record(image)
         return (cand, image)
+
+    def _attach_record(self, image: ElfImage) -> None:
+        """The persistent cache record of `image` with the debug file it uses now."""
+        from ..cache import file_identity
+
+        main = file_identity(image.path)
+        debug = "-" if image.debug is None else file_identity(image.debug.path)
+        if main is not None and debug is not None:
+            bid = image.build_id.hex() if image.build_id else "-"
+            image.cache = self.cache.record("image", main, bid, debug)
+
+    def save_cache(self) -> None:
+        """Write what this run added to the persistent cache."""
+        if self.cache is not None:
+            self.cache.save()
 
     def _load(self, path: str) -> ElfImage | None:
         """The one shared image for the real file at `path`."""

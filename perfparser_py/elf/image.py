@@ -9,14 +9,17 @@ affected feature returns nothing, with one warning per file on stderr.
 from __future__ import annotations
 
 import bisect
-import lzma
 import mmap
 import os
 import struct
 import sys
 import zlib
+from typing import TYPE_CHECKING
 
 from ..demangle import demangle
+
+if TYPE_CHECKING:
+    from ..cache import CacheRecord
 
 ET_EXEC = 2
 ET_DYN = 3
@@ -100,6 +103,7 @@ class ElfImage:
         self._syms: tuple[list[int], list[int], list[bytes]] | None = None
         self._alloc: tuple[list[int], list[_Section]] | None = None
         self._plt: tuple[int, dict[int, str]] | None = None
+        self.cache: CacheRecord | None = None  # persistent record, set by the finder
         self._parse_headers()
 
     # ----------------------------------------------------------------- opening
@@ -419,7 +423,7 @@ class ElfImage:
         """(demangled name, st_value, st_size) of the symbol covering ELF address `vaddr`."""
         syms = self._syms
         if syms is None:
-            syms = self._syms = self._build_symbols()
+            syms = self._syms = self._symbols()
         values, sizes, names = syms
         i = bisect.bisect_left(values, vaddr)
         if i < len(values) and values[i] == vaddr:
@@ -474,6 +478,8 @@ class ElfImage:
         sec = self._by_name.get(".gnu_debugdata")
         if sec is None or sec.type == SHT_NOBITS:
             return None
+        import lzma  # only MiniDebugInfo needs it
+
         try:
             dec = lzma.LZMADecompressor()
             data = dec.decompress(bytes(self._raw_section(sec)), _MAX_SECTION)
@@ -481,6 +487,20 @@ class ElfImage:
             warn_once(self.path, f".gnu_debugdata: cannot decompress ({e})")
             return None
         return ElfImage.from_bytes(self.path + "[.gnu_debugdata]", data)
+
+    def _symbols(self) -> tuple[list[int], list[int], list[bytes]]:
+        """The sorted symbol table, from the persistent cache record when it has one."""
+        rec = self.cache
+        if rec is not None:
+            syms = rec.data.get("symbols")
+            if (type(syms) is tuple and len(syms) == 3
+                    and len(syms[0]) == len(syms[1]) == len(syms[2])):
+                return syms
+        syms = self._build_symbols()
+        if rec is not None:
+            rec.data["symbols"] = syms
+            rec.dirty = True
+        return syms
 
     def _build_symbols(self) -> tuple[list[int], list[int], list[bytes]]:
         entries: list[tuple[int, int, bytes]] = []
