@@ -54,6 +54,15 @@ _MAX_REF_CHAIN = 16
 _MAX_RANGES = 100_000
 _MAX_DEPTH = 1000
 
+# Attribute sizes for skipping the DIEs the scope walk does not look into: fixed-size forms,
+# forms as long as an offset, and forms whose length is read from the data.
+_FIXED_FORMS = {0x0B: 1, 0x11: 1, 0x0C: 1, 0x05: 2, 0x12: 2, 0x06: 4, 0x13: 4, 0x07: 8,
+                0x14: 8, 0x20: 8, 0x25: 1, 0x26: 2, 0x27: 3, 0x28: 4, 0x29: 1, 0x2A: 2,
+                0x2B: 3, 0x2C: 4, 0x19: 0, 0x21: 0, 0x1E: 16, 0x1C: 4, 0x24: 8}
+_OFFSET_FORMS = frozenset((0x0E, 0x1F, 0x17, 0x1D, 0x1F20, 0x1F21))
+_LEB_FORMS = frozenset((0x0F, 0x15, 0x0D, 0x1A, 0x1F02, 0x1B, 0x1F01, 0x22, 0x23))
+_VAR_FORMS = _LEB_FORMS | {0x08, 0x18, 0x09, 0x0A, 0x03, 0x04}
+
 # Key in a DIE's attribute dict holding (high_pc is an address, entry_pc is an address,
 # ranges is a rnglistx index) when any of those attributes is present.
 _FLAGS = -1
@@ -100,10 +109,11 @@ class _Cu:
     __slots__ = ("offset", "end", "version", "addr_size", "off_size", "abbrev_off", "first_die",
                  "abbrevs", "top", "comp_dir", "low_pc", "addr_base", "str_offsets_base",
                  "rnglists_base", "ranges", "stmt_list", "walked", "subprograms", "nodes", "parents",
-                 "dirs", "files", "lines", "line_addrs")
+                 "dirs", "files", "lines", "line_addrs", "skips")
 
     def __init__(self) -> None:
         self.abbrevs: dict | None = None
+        self.skips: dict | None = None
         self.top: int | None = None
         self.addr_base: int | None = None
         self.str_offsets_base: int | None = None
@@ -665,7 +675,9 @@ class DwarfInfo:
 
     def _walk(self, cu: _Cu) -> None:
         """One pass over a unit's DIEs: top-level subprograms with their ranges, the
-        inlined/lexical scope nodes under each, and parents of scope-like DIEs."""
+        inlined/lexical scope nodes under each, and parents of scope-like DIEs. The
+        attributes of the other DIEs (types, variables, parameters, ...) are skipped, not
+        decoded."""
         if cu.walked:
             return
         cu.walked = True
@@ -677,17 +689,35 @@ class DwarfInfo:
         pos = cu.first_die
         end = cu.end
         read = self._read_die
+        skips = self._skips(cu)
+        info = self._s["info"]
         while pos < end:
             off = pos
-            tag, children, attrs, pos = read(cu, pos)
-            if tag == 0:
+            code = info[pos]
+            if code < 0x80:
+                pos += 1
+            else:
+                code, pos = uleb(info, pos)
+            if code == 0:
                 if stack:
                     stack.pop()
                 continue
+            entry = skips.get(code)
+            if entry is None:
+                raise DwarfError("unknown abbreviation")
+            tag, children, plan = entry
             if stack:
                 parent_off, sub, node = stack[-1]
             else:
                 parent_off, sub, node = -1, 0, -1
+            if plan is None or (tag == _TAG_SUBPROGRAM and sub == 0) or (
+                    sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK)):
+                tag, children, attrs, pos = read(cu, off)
+            else:
+                pos = self._skip(plan, info, pos)
+                if pos > end:
+                    raise DwarfError("DIE overruns its unit")
+                attrs = None
             if parent_off >= 0 and (children or tag == _TAG_SUBPROGRAM or tag == _TAG_INLINED):
                 parents[off] = parent_off
             if tag == _TAG_SUBPROGRAM:
@@ -711,6 +741,65 @@ class DwarfInfo:
                 if len(stack) >= _MAX_DEPTH:
                     raise DwarfError("DIE tree too deep")
                 stack.append((off, sub, node))
+
+    def _skips(self, cu: _Cu) -> dict[int, tuple[int, bool, tuple | None]]:
+        """abbreviation code -> (tag, has children, skip plan or None to decode fully).
+
+        A plan is ((fixed bytes, variable-length form or 0), ...) for the unit's sizes;
+        DW_FORM_indirect and unknown forms get None, so they fail as in _read_die."""
+        if cu.skips is not None:
+            return cu.skips
+        addr, offset = cu.addr_size, cu.off_size
+        ref_addr = addr if cu.version == 2 else offset
+        out = {}
+        for code, (tag, children, specs, _flags) in self._abbrevs(cu).items():
+            plan: list[tuple[int, int]] | None = []
+            fixed = 0
+            for _attr, form, _implicit in specs:
+                size = _FIXED_FORMS.get(form)
+                if size is None:
+                    if form == 0x01:
+                        size = addr
+                    elif form in _OFFSET_FORMS:
+                        size = offset
+                    elif form == 0x10:
+                        size = ref_addr
+                    elif form in _VAR_FORMS:
+                        plan.append((fixed, form))
+                        fixed = 0
+                        continue
+                    else:
+                        plan = None
+                        break
+                fixed += size
+            if plan is not None:
+                plan.append((fixed, 0))
+            out[code] = (tag, children, None if plan is None else tuple(plan))
+        cu.skips = out
+        return out
+
+    def _skip(self, plan: tuple, info, pos: int) -> int:
+        """Position after the attribute values described by a skip plan."""
+        for fixed, form in plan:
+            pos += fixed
+            if not form:
+                continue
+            if form in _LEB_FORMS:
+                while info[pos] >= 0x80:
+                    pos += 1
+                pos += 1
+            elif form == 0x08:
+                pos = self._cstr(info, pos)[1]
+            elif form == 0x18 or form == 0x09:
+                n, pos = uleb(info, pos)
+                pos += n
+            elif form == 0x0A:
+                pos += 1 + info[pos]
+            elif form == 0x03:
+                pos += 2 + self._u("H", info, pos)
+            else:  # 0x04
+                pos += 4 + self._u("I", info, pos)
+        return pos
 
     def _die(self, off: int) -> tuple[_Cu, int, dict]:
         """(unit, tag, attributes) of the DIE at section offset `off`."""
