@@ -203,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, FlavourError) as err:
             print(err, file=sys.stderr)
             return INVALID_OPTION
+        if options.kallsyms is None and not options.print_stats:
+            from .kernel import prefetch
+
+            prefetch(options.sysroot + "/proc/kallsyms")  # the path the symbolizer will load
         from .pipeline import run
 
         return run(options, out)
@@ -223,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
                "(set PERFPARSER_TRACEBACK=1 for details)")
         return DATA_ERROR
     finally:
+        kernel = sys.modules.get("perfparser_py.kernel")
+        if kernel is not None:
+            kernel.discard_prefetch()
         if out is not sys.stdout.buffer and out is not None:
             try:
                 out.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -58,3 +59,28 @@ def test_bad_address_after_regular_lines(tmp_path: Path) -> None:
     path.write_bytes(random_kallsyms(random.Random(9), 50) + b"ffffffff8100zzzz T bad\n")
     with pytest.raises(KallsymsError, match="Invalid address: ffffffff8100zzzz"):
         Kallsyms.load(str(path))
+
+
+def test_prefetched_procfs_copy_is_what_load_reads(tmp_path: Path) -> None:
+    from perfparser_py import kernel
+
+    direct = Kallsyms.load("/proc/kallsyms")
+    kernel.prefetch("/proc/kallsyms")
+    assert "/proc/kallsyms" in kernel._pending
+    pid = kernel._pending["/proc/kallsyms"][0]
+    fetched = Kallsyms.load("/proc/kallsyms")
+    assert kernel._pending == {}
+    assert fetched._addrs == direct._addrs and fetched._lines == direct._lines
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped
+    # an ordinary file is read directly; an unused copy is stopped and reaped
+    plain = tmp_path / "kallsyms"
+    plain.write_bytes(b"ffffffff81000000 T _text\n")
+    kernel.prefetch(str(plain))
+    assert kernel._pending == {}
+    kernel.prefetch("/proc/kallsyms")
+    pid = kernel._pending["/proc/kallsyms"][0]
+    kernel.discard_prefetch()
+    assert kernel._pending == {}
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
