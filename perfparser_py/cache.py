@@ -58,6 +58,19 @@ def file_identity(path: str) -> str | None:
     return f"{real}:{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
+_current: PersistentCache | None = None
+
+
+def current() -> PersistentCache | None:
+    """The cache of the run in progress (set by the run's ElfFinder), None when off."""
+    return _current
+
+
+def set_current(cache: PersistentCache | None) -> None:
+    global _current
+    _current = cache
+
+
 class CacheRecord:
     """The cached data of one key: `data` is read and extended in place, `dirty` marks
     that it must be written back."""

@@ -230,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         kernel = sys.modules.get("perfparser_py.kernel")
         if kernel is not None:
             kernel.discard_prefetch()
+        cache = sys.modules.get("perfparser_py.cache")
+        if cache is not None:
+            cache.set_current(None)  # the next in-process run decides anew
         if out is not sys.stdout.buffer and out is not None:
             try:
                 out.close()

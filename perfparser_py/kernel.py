@@ -142,7 +142,7 @@ class Kallsyms:
         return None
 
     @staticmethod
-    def load(path: str) -> Kallsyms:
+    def load(path: str) -> Kallsyms | RecordedKallsyms:
         """Parse `path`; raises KallsymsError with upstream's message on failure."""
         try:
             data = _collect(path)
@@ -155,6 +155,25 @@ class Kallsyms:
             raise KallsymsError(e.strerror or str(e)) from None
         except (EOFError, zlib.error, gzip.BadGzipFile) as e:
             raise KallsymsError(f"corrupt gzip data: {e}") from None
+        from .cache import current
+
+        cache = current()
+        if cache is None:
+            return Kallsyms.parse(data)
+        # the persistent cache keeps the answers per content: a warm run parses nothing
+        import hashlib
+
+        rec = cache.record("kallsyms", hashlib.sha256(data).hexdigest())
+        table = None
+        if rec.data.get("parsed") is not True:
+            table = Kallsyms.parse(data)  # raises for a bad file: nothing is recorded
+            rec.data["parsed"] = True
+            rec.dirty = True
+        return RecordedKallsyms(rec, data, table)
+
+    @staticmethod
+    def parse(data: bytes) -> Kallsyms:
+        """The table of a kallsyms text; raises KallsymsError with upstream's message."""
         addrs: list[int] | None = None
         if b"\r" not in data:
             lines = data.split(b"\n")
@@ -201,3 +220,35 @@ class Kallsyms:
         return (self._addrs[i],
                 b" ".join(fields[2:]).decode("utf-8", "surrogateescape"),
                 module.strip().decode("utf-8", "surrogateescape"))
+
+
+class RecordedKallsyms:
+    """Lookups answered from a persistent cache record of this kallsyms content; the text
+    is parsed on the first address the record does not know."""
+
+    def __init__(self, rec, data: bytes, table: Kallsyms | None) -> None:
+        self._rec = rec
+        self._data = data
+        self._table = table
+        hits = rec.data.get("lookups")
+        if type(hits) is not dict:
+            hits = rec.data["lookups"] = {}
+        self._hits: dict[int, tuple[int, str, str] | None] = hits
+
+    def _parsed(self) -> Kallsyms:
+        if self._table is None:
+            self._table = Kallsyms.parse(self._data)
+        return self._table
+
+    def __len__(self) -> int:
+        return len(self._parsed())
+
+    def lookup(self, addr: int) -> tuple[int, str, str] | None:
+        """As Kallsyms.lookup."""
+        try:
+            return self._hits[addr]
+        except KeyError:
+            pass
+        hit = self._hits[addr] = self._parsed().lookup(addr)
+        self._rec.dirty = True
+        return hit

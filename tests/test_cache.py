@@ -181,3 +181,27 @@ def test_recorded_dwarf_answers_like_dwarf(corpus_dir: Path, tmp_path: Path) -> 
     assert answers[0] == want and answers[1] == want
     assert sum(1 for line, scopes in want if line and "Scope(" in scopes) > len(want) // 2
     assert file_identity(str(tmp_path / "missing")) is None
+
+
+def test_kallsyms_answers_from_the_record(corpus_dir: Path, tmp_path: Path) -> None:
+    from perfparser_py.cache import set_current
+    from perfparser_py.kernel import Kallsyms, KallsymsError, RecordedKallsyms
+
+    path = str(corpus_dir / "kallsyms/kallsyms.gz")
+    plain = Kallsyms.load(path)
+    probes = [a + d for a in plain._addrs[::997] for d in (0, 5)] + [0, 1 << 64]
+    bad = tmp_path / "bad"
+    bad.write_bytes(b"ffffffff81000000 T a\nzz T b\n")
+    try:
+        for warm in (False, True):
+            cache = PersistentCache(str(tmp_path / "c"))
+            set_current(cache)
+            table = Kallsyms.load(path)
+            assert isinstance(table, RecordedKallsyms)
+            assert [table.lookup(a) for a in probes] == [plain.lookup(a) for a in probes]
+            assert (table._table is None) == warm  # warm: the text was never parsed
+            with pytest.raises(KallsymsError, match="Invalid address: zz"):
+                Kallsyms.load(str(bad))
+            cache.save()
+    finally:
+        set_current(None)

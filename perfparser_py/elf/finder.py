@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from .image import ElfImage, warn_once
 
 if TYPE_CHECKING:
-    from ..cache import PersistentCache
     from .debuginfod import DebuginfodClient
 
 # Bounds for walking a user-given search directory (someone may pass their home directory).
@@ -130,11 +129,10 @@ class ElfFinder:
             from .debuginfod import DebuginfodClient
 
             self.debuginfod = DebuginfodClient.from_env()
-        self.cache: PersistentCache | None = None
-        if use_cache:
-            from ..cache import PersistentCache
+        from ..cache import PersistentCache, set_current
 
-            self.cache = PersistentCache.from_env()
+        self.cache: PersistentCache | None = PersistentCache.from_env(use_cache)
+        set_current(self.cache)  # kallsyms use it too
         # (module file name, url, bytes so far, total) for each debuginfod transfer step
         self.progress: Callable[[bytes, str, int, int], None] | None = None
 
