@@ -1,6 +1,6 @@
 """QPERFSTREAM, the binary stream hotspot reads (spec/PROTOCOL.md): writer and reader.
 
-Holds the message dataclasses, `StreamWriter` (called by the emit stage once per message),
+Holds the value dataclasses, `StreamWriter` (called by the emit stage once per message),
 the strict reader (`read_stream`, `detect_flavour`, `encode`) and `Variant`, the QVariant
 subset of tracepoint data. The byte layout of every message in every protocol flavour is
 data (protocol/schema.toml, embedded as `protocol_schema`); this module compiles it into
@@ -13,9 +13,12 @@ import struct
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, BinaryIO, ClassVar
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from .protocol_schema import SCHEMA
+
+if TYPE_CHECKING:
+    from .protocol_messages import Stream
 
 FLAVOURS = ("current", "1.5", "1.4", "1.3")
 MAGIC = b"QPERFSTREAM\0"
@@ -82,80 +85,9 @@ class GroupDesc:
 
 
 # ------------------------------------------------------------------------------ messages
-# Field order = wire order of the newest flavour (checked against the schema at import).
-
-
-@dataclass(slots=True)
-class ThreadStart:
-    TYPE: ClassVar[int] = 0
-    pid: int
-    tid: int
-    time: int
-    cpu: int
-    ppid: int
-
-
-@dataclass(slots=True)
-class ThreadEnd:
-    TYPE: ClassVar[int] = 1
-    pid: int
-    tid: int
-    time: int
-    cpu: int
-
-
-@dataclass(slots=True)
-class Command:
-    TYPE: ClassVar[int] = 2
-    pid: int
-    tid: int
-    time: int
-    cpu: int
-    comm: int
-
-
-@dataclass(slots=True)
-class Location:
-    TYPE: ClassVar[int] = 3
-    id: int
-    address: int
-    file: int
-    pid: int
-    line: int
-    column: int
-    parent_location_id: int
-    rel_addr: int
-
-
-@dataclass(slots=True)
-class Symbol:
-    TYPE: ClassVar[int] = 4
-    id: int
-    name: int
-    binary: int
-    path: int
-    is_kernel: bool
-    rel_addr: int
-    size: int
-    actual_path: int
-    is_inline: bool
-
-
-@dataclass(slots=True)
-class String:
-    TYPE: ClassVar[int] = 5
-    id: int
-    string: bytes
-
-
-@dataclass(slots=True)
-class Lost:
-    TYPE: ClassVar[int] = 6
-    pid: int
-    tid: int
-    time: int
-    cpu: int
-    lost: int
+# Features is written by the pipeline; the other message classes are only needed to read
+# streams and live in protocol_messages, imported on first use (their dataclasses cost ~10 ms
+# of every start-up). Field order = wire order of the newest flavour.
 
 
 @dataclass(slots=True)
@@ -181,107 +113,35 @@ class Features:
     group_descs: list[GroupDesc] | None = None
 
 
-@dataclass(slots=True)
-class Error:
-    TYPE: ClassVar[int] = 8
-    code: int
-    message: str | None
-
-
-@dataclass(slots=True)
-class Progress:
-    TYPE: ClassVar[int] = 9
-    percent: float
-
-
-@dataclass(slots=True)
-class TracePointFormat:
-    TYPE: ClassVar[int] = 10
-    id: int
-    system: int
-    name: int
-    flags: int
-    format: int
-
-
-@dataclass(slots=True)
-class Attributes:
-    TYPE: ClassVar[int] = 11
-    id: int
-    attr_type: int
-    config: int
-    name: int
-    uses_frequency: bool
-    frequency_or_period: int
-
-
-@dataclass(slots=True)
-class ContextSwitch:
-    TYPE: ClassVar[int] = 12
-    pid: int
-    tid: int
-    time: int
-    cpu: int
-    switch_out: bool
-
-
-@dataclass(slots=True)
-class Sample:
-    TYPE: ClassVar[int] = 13
-    pid: int
-    tid: int
-    time: int
-    cpu: int
-    frames: list[int]
-    guessed_frames: int
-    values: list[tuple[int, int]]
-
-
-@dataclass(slots=True)
-class TracePointSample:
-    TYPE: ClassVar[int] = 14
-    pid: int
-    tid: int
-    time: int
-    cpu: int
-    frames: list[int]
-    guessed_frames: int
-    values: list[tuple[int, int]]
-    event_format_id: int
-    trace_data: list[tuple[int, Variant]]  # QHash entries in wire order
-
-
-@dataclass(slots=True)
-class DebugInfoDownloadProgress:
-    TYPE: ClassVar[int] = 15
-    module: int
-    url: int
-    numerator: int
-    denominator: int
-
-
-Message = (
-    ThreadStart | ThreadEnd | Command | Location | Symbol | String | Lost | Features | Error
-    | Progress | TracePointFormat | Attributes | ContextSwitch | Sample | TracePointSample
-    | DebugInfoDownloadProgress
-)
-MESSAGE_CLASSES: dict[int, type] = {
-    c.TYPE: c
-    for c in (
-        ThreadStart, ThreadEnd, Command, Location, Symbol, String, Lost, Features, Error,
-        Progress, TracePointFormat, Attributes, ContextSwitch, Sample, TracePointSample,
-        DebugInfoDownloadProgress,
-    )
-}
 _STRUCT_CLASSES = {c.__name__: c for c in (BuildId, NumaNode, Pmu, GroupDesc)}
+_READER_NAMES = frozenset((
+    "ThreadStart", "ThreadEnd", "Command", "Location", "Symbol", "String", "Lost", "Error",
+    "Progress", "TracePointFormat", "Attributes", "ContextSwitch", "Sample", "TracePointSample",
+    "DebugInfoDownloadProgress", "Message", "MESSAGE_CLASSES", "Stream",
+))
+_TRACEPOINT_SAMPLE = 14
 
 
-@dataclass(slots=True)
-class Stream:
-    version: int
-    flavour: str
-    messages: list
-    trailing_bytes: bytes  # an incomplete last message (hotspot ignores it)
+def __getattr__(name: str) -> Any:
+    if name in _READER_NAMES:
+        from . import protocol_messages
+
+        return getattr(protocol_messages, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _message_classes() -> dict[int, type]:
+    """type id -> message class, checked once against the schema's field lists."""
+    from . import protocol_messages
+
+    classes = protocol_messages.MESSAGE_CLASSES
+    if not protocol_messages.checked:
+        for msg in SCHEMA["messages"]:
+            cls = classes[msg["id"]]
+            if [f["name"] for f in msg["fields"]] != [f.name for f in fields(cls)]:
+                raise RuntimeError(f"{cls.__name__}: dataclass fields do not match schema")
+        protocol_messages.checked = True
+    return classes
 
 
 # -------------------------------------------------------------------------------- codecs
@@ -589,11 +449,9 @@ class _Layout:
 
     def __init__(self, msg: dict, flavour: str) -> None:
         self.type_id: int = msg["id"]
-        self.cls = MESSAGE_CLASSES[self.type_id]
+        self.cls = None  # the message class, looked up by the first decode()
         all_fields = msg["fields"]
         self.names = [f["name"] for f in all_fields]
-        if self.names != [f.name for f in fields(self.cls)]:
-            raise RuntimeError(f"{self.cls.__name__}: dataclass fields do not match schema")
         age = _AGE[flavour]
         present = [i for i, f in enumerate(all_fields) if _AGE[f.get("since", "1.3")] <= age]
         # keep: positions of the wire fields among all fields (None: all of them);
@@ -653,6 +511,8 @@ class _Layout:
             raise ProtocolError(f"truncated payload for event of type {self.type_id}") from None
         if pos != len(payload):
             raise ProtocolError(f"did not consume all bytes for event of type {self.type_id}")
+        if self.cls is None:
+            self.cls = _message_classes()[self.type_id]
         if self.keep is None:
             return self.cls(*wire)
         it = iter(wire)
@@ -895,6 +755,8 @@ def read_stream(data: bytes, flavour: str | None = None) -> Stream:
         if lay is None:
             raise ProtocolError(f"message type {type_id} does not exist in flavour {flavour}")
         messages.append(lay.decode(payload))
+    from .protocol_messages import Stream
+
     return Stream(version, flavour, messages, trailing)
 
 
@@ -924,7 +786,7 @@ def detect_flavour(data: bytes) -> str:
             if not fits:
                 raise ProtocolError(f"payload of {len(payload)} bytes for event of type "
                                     f"{type_id} fits no known protocol flavour")
-        elif type_id == TracePointSample.TYPE:
+        elif type_id == _TRACEPOINT_SAMPLE:
             fits = set()
             for f in candidates:
                 try:
