@@ -206,7 +206,12 @@ def main(argv: list[str] | None = None) -> int:
         if options.kallsyms is None and not options.print_stats:
             from .kernel import prefetch
 
-            prefetch(options.sysroot + "/proc/kallsyms")  # the path the symbolizer will load
+            # the path and debug paths the pipeline will use
+            debug = options.debug
+            if debug is None:
+                debug = (options.sysroot + "/usr/lib/debug:" + os.path.expanduser("~/.debug")
+                         + ":.debug")
+            prefetch(options.sysroot + "/proc/kallsyms", [p for p in debug.split(":") if p])
         from .pipeline import run
 
         return run(options, out)

@@ -65,7 +65,7 @@ def test_prefetched_procfs_copy_is_what_load_reads(tmp_path: Path) -> None:
     from perfparser_py import kernel
 
     direct = Kallsyms.load("/proc/kallsyms")
-    kernel.prefetch("/proc/kallsyms")
+    kernel.prefetch("/proc/kallsyms", [])
     assert "/proc/kallsyms" in kernel._pending
     pid = kernel._pending["/proc/kallsyms"][0]
     fetched = Kallsyms.load("/proc/kallsyms")
@@ -76,11 +76,25 @@ def test_prefetched_procfs_copy_is_what_load_reads(tmp_path: Path) -> None:
     # an ordinary file is read directly; an unused copy is stopped and reaped
     plain = tmp_path / "kallsyms"
     plain.write_bytes(b"ffffffff81000000 T _text\n")
-    kernel.prefetch(str(plain))
+    kernel.prefetch(str(plain), [])
     assert kernel._pending == {}
-    kernel.prefetch("/proc/kallsyms")
+    kernel.prefetch("/proc/kallsyms", [])
     pid = kernel._pending["/proc/kallsyms"][0]
     kernel.discard_prefetch()
     assert kernel._pending == {}
+    kernel._reap()
+    assert kernel._stopped == []
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def test_no_prefetch_when_the_build_id_cache_has_this_kernel(tmp_path: Path) -> None:
+    from perfparser_py import kernel
+
+    bid = kernel._running_kernel_build_id()
+    assert bid and len(bid) >= 16  # every Linux kernel built with a build id has the note
+    cached = tmp_path / "[kernel.kallsyms]" / bid.hex() / "kallsyms"
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"ffffffff81000000 T _text\n")
+    kernel.prefetch("/proc/kallsyms", [str(tmp_path)])
+    assert kernel._pending == {}
