@@ -203,15 +203,6 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, FlavourError) as err:
             print(err, file=sys.stderr)
             return INVALID_OPTION
-        if options.kallsyms is None and not options.print_stats:
-            from .kernel import prefetch
-
-            # the path and debug paths the pipeline will use
-            debug = options.debug
-            if debug is None:
-                debug = (options.sysroot + "/usr/lib/debug:" + os.path.expanduser("~/.debug")
-                         + ":.debug")
-            prefetch(options.sysroot + "/proc/kallsyms", [p for p in debug.split(":") if p])
         from .pipeline import run
 
         return run(options, out)
@@ -232,9 +223,6 @@ def main(argv: list[str] | None = None) -> int:
                "(set PERFPARSER_TRACEBACK=1 for details)")
         return DATA_ERROR
     finally:
-        kernel = sys.modules.get("perfparser_py.kernel")
-        if kernel is not None:
-            kernel.discard_prefetch()
         cache = sys.modules.get("perfparser_py.cache")
         if cache is not None:
             cache.set_current(None)  # the next in-process run decides anew

@@ -5,9 +5,6 @@ from __future__ import annotations
 import bisect
 import gzip
 import os
-import signal
-import stat
-import struct
 import sys
 import zlib
 from array import array
@@ -15,105 +12,6 @@ from array import array
 
 class KallsymsError(Exception):
     """The kallsyms file cannot be used; the message is upstream's text."""
-
-
-# path -> (pid of the `cat` copying it, memfd it writes to); see prefetch()
-_pending: dict[str, tuple[int, int]] = {}
-
-
-def _running_kernel_build_id() -> bytes | None:
-    """GNU build id of the running kernel, from /sys/kernel/notes."""
-    try:
-        with open("/sys/kernel/notes", "rb") as f:
-            notes = f.read(4096)
-    except OSError:
-        return None
-    pos = 0
-    while pos + 12 <= len(notes):
-        namesz, descsz, ntype = struct.unpack_from("<III", notes, pos)
-        name_end = pos + 12 + ((namesz + 3) & ~3)
-        if ntype == 3 and notes[pos + 12:pos + 12 + namesz] == b"GNU\0":
-            return notes[name_end:name_end + descsz]
-        pos = name_end + ((descsz + 3) & ~3)
-    return None
-
-
-def prefetch(path: str, debug_paths: list[str]) -> None:
-    """Start copying a procfs kallsyms into memory in a child process.
-
-    The kernel needs ~45 ms of CPU to produce /proc/kallsyms (4 KiB per read); a `cat` on the
-    other core does that while we import and read the headers, and `Kallsyms.load` takes its
-    copy (−20 ms wall on a small file). Only for procfs files (size 0), and not when perf's
-    build-id cache in `debug_paths` holds the running kernel's kallsyms: a recording of this
-    kernel then uses that copy (§10.6). If anything fails, load() reads the file itself.
-    """
-    _reap()
-    if path in _pending or not hasattr(os, "memfd_create") or not hasattr(os, "posix_spawn"):
-        return
-    bid = _running_kernel_build_id()
-    if bid and Kallsyms.cached_path(debug_paths, bid) is not None:
-        return
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return
-    cat = next((c for c in ("/bin/cat", "/usr/bin/cat") if os.access(c, os.X_OK)), None)
-    if st.st_size or not stat.S_ISREG(st.st_mode) or cat is None:
-        return
-    fd = os.memfd_create("kallsyms")
-    try:
-        pid = os.posix_spawn(cat, [cat, "--", path], os.environ, file_actions=[
-            (os.POSIX_SPAWN_DUP2, fd, 1),
-            (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
-        ])
-    except OSError:
-        os.close(fd)
-        return
-    _pending[path] = (pid, fd)
-
-
-def _collect(path: str) -> bytes | None:
-    """The prefetched copy of `path`, None if there is none or `cat` failed."""
-    entry = _pending.pop(path, None)
-    if entry is None:
-        return None
-    pid, fd = entry
-    try:
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            return None
-        return os.pread(fd, os.fstat(fd).st_size, 0)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-_stopped: list[int] = []  # killed copies not reaped yet
-
-
-def discard_prefetch() -> None:
-    """Stop the copies nobody asked for (a run without kernel frames); they are reaped
-    without waiting now, or by the next prefetch()."""
-    for pid, fd in _pending.values():
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-        os.close(fd)
-        _stopped.append(pid)
-    _pending.clear()
-    _reap(block=False)
-
-
-def _reap(block: bool = True) -> None:
-    for pid in list(_stopped):
-        try:
-            done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
-            _stopped.remove(pid)
 
 
 def _split_line(line: bytes) -> tuple[list[bytes], bytes]:
@@ -185,10 +83,8 @@ class Kallsyms:
     def load(path: str) -> Kallsyms | RecordedKallsyms:
         """Parse `path`; raises KallsymsError with upstream's message on failure."""
         try:
-            data = _collect(path)
-            if data is None:
-                with open(path, "rb") as f:
-                    data = f.read()
+            with open(path, "rb") as f:
+                data = f.read()
             if data[:2] == b"\x1f\x8b":
                 data = gzip.decompress(data)
         except OSError as e:

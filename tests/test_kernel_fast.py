@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
@@ -59,42 +58,3 @@ def test_bad_address_after_regular_lines(tmp_path: Path) -> None:
     path.write_bytes(random_kallsyms(random.Random(9), 50) + b"ffffffff8100zzzz T bad\n")
     with pytest.raises(KallsymsError, match="Invalid address: ffffffff8100zzzz"):
         Kallsyms.load(str(path))
-
-
-def test_prefetched_procfs_copy_is_what_load_reads(tmp_path: Path) -> None:
-    from perfparser_py import kernel
-
-    direct = Kallsyms.load("/proc/kallsyms")
-    kernel.prefetch("/proc/kallsyms", [])
-    assert "/proc/kallsyms" in kernel._pending
-    pid = kernel._pending["/proc/kallsyms"][0]
-    fetched = Kallsyms.load("/proc/kallsyms")
-    assert kernel._pending == {}
-    assert fetched._addrs == direct._addrs and fetched._lines == direct._lines
-    with pytest.raises(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)  # reaped
-    # an ordinary file is read directly; an unused copy is stopped and reaped
-    plain = tmp_path / "kallsyms"
-    plain.write_bytes(b"ffffffff81000000 T _text\n")
-    kernel.prefetch(str(plain), [])
-    assert kernel._pending == {}
-    kernel.prefetch("/proc/kallsyms", [])
-    pid = kernel._pending["/proc/kallsyms"][0]
-    kernel.discard_prefetch()
-    assert kernel._pending == {}
-    kernel._reap()
-    assert kernel._stopped == []
-    with pytest.raises(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def test_no_prefetch_when_the_build_id_cache_has_this_kernel(tmp_path: Path) -> None:
-    from perfparser_py import kernel
-
-    bid = kernel._running_kernel_build_id()
-    assert bid and len(bid) >= 16  # every Linux kernel built with a build id has the note
-    cached = tmp_path / "[kernel.kallsyms]" / bid.hex() / "kallsyms"
-    cached.parent.mkdir(parents=True)
-    cached.write_bytes(b"ffffffff81000000 T _text\n")
-    kernel.prefetch("/proc/kallsyms", [str(tmp_path)])
-    assert kernel._pending == {}
