@@ -19,7 +19,7 @@ LocationKey = tuple[int, int, int, int, int, int, int]
 class Emitter:
     """Owns the id tables and turns definitions into messages on a StreamWriter."""
 
-    __slots__ = ("writer", "_strings", "_locations", "_parents", "_has_symbol", "samples")
+    __slots__ = ("_has_symbol", "_locations", "_parents", "_strings", "writer")
 
     def __init__(self, writer: StreamWriter) -> None:
         self.writer = writer
@@ -27,7 +27,6 @@ class Emitter:
         self._locations: dict[LocationKey, int] = {}
         self._parents: list[int] = []
         self._has_symbol: list[bool] = []
-        self.samples = 0
 
     # -- strings -------------------------------------------------------------------------
     def string(self, value: bytes | str | None) -> int:
