@@ -211,6 +211,8 @@ def run(options, out) -> int:
     from .source import open_source
 
     stats_mode = options.print_stats
+    # someone at a terminal (not hotspot, which reads stderr through a pipe) sees progress
+    terminal = sys.stderr if sys.stderr is not None and sys.stderr.isatty() else None
     writer = StreamWriter(out, choose_flavour(options.protocol, os.environ))
     if not stats_mode:
         writer.header()
@@ -258,6 +260,9 @@ def run(options, out) -> int:
             elif kind is ev.ProgressEvent:
                 if not stats_mode:
                     writer.progress(e.fraction)
+                if terminal:
+                    terminal.write(f"\rperfparser: reading {e.fraction:6.1%}")
+                    terminal.flush()
             elif kind is ev.AttrEvent:
                 attrs.register(e.attr, e.name or generated_name(e.attr), e.ids)
                 if e.attr.type == TRACEPOINT:
@@ -285,6 +290,8 @@ def run(options, out) -> int:
     if code == 0 and sink.unwinder is None:
         _check_arch(arch_name, sink)  # pipe mode: no DataStartEvent
     queue.finish()
+    if terminal:
+        terminal.write("\rperfparser: done" + " " * 10 + "\n" if code == 0 else "\n")
     finder.save_cache()
     if stats_mode:
         out.write(queue.stats.render().encode())

@@ -90,3 +90,31 @@ def test_empty_stdin_is_a_header_error():
     res = run_parser([], stdin=subprocess.DEVNULL)
     assert res.returncode == 4
     assert res.stdout == HEADER
+
+
+def test_progress_on_a_terminal_only(tmp_path):
+    """A person at a terminal sees progress on stderr; hotspot (stderr is a pipe) does not."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        res = run_parser(["--input", str(FP), "--app", str(FP.parent), "--output",
+                          str(tmp_path / "out")], stderr=slave)
+        os.close(slave)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(master)
+    assert res.returncode == 0
+    assert b"perfparser: reading" in seen and b"perfparser: done" in seen
+    piped = run_parser(["--input", str(FP), "--app", str(FP.parent), "--output",
+                        str(tmp_path / "out2")])
+    assert b"reading" not in piped.stderr

@@ -119,12 +119,12 @@ def user_frames(sample: DecodedSample) -> list[Frame]:
 
 
 def run_parser(args: list[str], cwd: str | None = None, timeout: float = 300,
-               stdin=None) -> subprocess.CompletedProcess:
+               stdin=None, stderr=subprocess.PIPE) -> subprocess.CompletedProcess:
     """Our parser: the frozen executable if PERFPARSER_EXE is set, else the package."""
     exe = os.environ.get("PERFPARSER_EXE")
     cmd = [exe] if exe else [sys.executable, "-m", "perfparser_py.cli"]
-    return subprocess.run(cmd + args, capture_output=True, timeout=timeout, cwd=cwd,
-                          stdin=stdin)
+    return subprocess.run(cmd + args, stdout=subprocess.PIPE, stderr=stderr, timeout=timeout,
+                          cwd=cwd, stdin=stdin)
 
 
 def case_options(case_dir: Path) -> list[str]:
