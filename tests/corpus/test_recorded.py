@@ -41,7 +41,7 @@ def _expectations():
         manifest = load_case(RECORDED / case)
         for i, e in enumerate(manifest.get("expect", [])):
             kind = e.get("kind", "samples")
-            if kind in ("samples", "count", "lost", "offcpu"):
+            if kind in ("samples", "count", "lost", "offcpu", "inline"):
                 yield pytest.param(case, i, id=f"{case}-{e.get('id', i)}")
 
 
