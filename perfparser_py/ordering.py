@@ -126,6 +126,26 @@ class EventQueue:
         if self._target != 0 and self._bytes > self._target:
             self._flush(self._target // 2)
 
+    def add_sample(self, time: int, size: int, event) -> None:
+        """add(SAMPLE, ...) without the kind dispatch (one call per sample)."""
+        st = self.stats
+        st.samples += 1
+        self._round_samples += 1
+        if time != 0 and time < st.max_time:
+            if st.max_time - time > st.max_reorder_time:
+                st.max_reorder_time = st.max_time - time
+        else:
+            st.max_time = time
+        seq = self._seq
+        self._events.append((time, True, seq, SAMPLE, size, event))
+        self._seq = seq + 1
+        n = self._bytes = self._bytes + size
+        self._round_bytes += size
+        if n > st.max_buffer_size:
+            st.max_buffer_size = n
+        if self._target != 0 and n > self._target:
+            self._flush(self._target // 2)
+
     def finished_round(self) -> None:
         self._end_round()
         if self._target == 0:

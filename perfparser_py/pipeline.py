@@ -17,6 +17,7 @@ from .ordering import MMAP, SAMPLE, TASK, EventQueue
 from .perfdata import events as ev
 from .perfdata.attr import generated_name
 from .perfdata.errors import PerfDataError
+from .perfdata.fast import FusedSample
 from .perfdata.tracing import parse_tracing_data
 from .session import KERNEL_PID, MISC_COMM_EXEC, Mapping, Session, is_special
 from .symbolize import Symbolizer
@@ -130,6 +131,30 @@ class Sink:
             w.context_switch(e.pid, e.tid, e.time, e.cpu, e.switch_out)
 
     def sample(self, e) -> None:
+        if type(e) is not FusedSample:
+            self._sample(e)
+            return
+        # the common frame-pointer case: what _sample does for an event without read values,
+        # branch stack, user regs/stack or raw data
+        pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
+        session = self.session
+        proc = session.process(pid)
+        sym = self.symbolizer
+        if proc.perf_map is not False:
+            sym.prepare(proc)
+        klo, khi = session.kernel_range
+        in_kernel = klo <= ip < khi
+        frames = None
+        if callchain:
+            cpumode = misc & CPUMODE_MASK
+            ip_is_user = cpumode == CPUMODE_USER or (cpumode == 0 and not in_kernel)
+            frames = sym.callchain(proc, session.kernel, session.kernel_generation, callchain,
+                                   ip, ip_is_user, ())
+        if not frames:
+            frames = [sym.frame(session.kernel if in_kernel else proc, ip, in_kernel)]
+        self.writer.sample_one(pid, tid, time, cpu, frames, self.attrs.attribute_id(sid), period)
+
+    def _sample(self, e) -> None:
         session = self.session
         pid = e.pid
         proc = session.process(pid)
@@ -243,10 +268,12 @@ def run(options, out) -> int:
     code = 0
     try:
         source = open_source(options.input, options.host, options.port)
-        reader = PerfReader(source)
+        reader = PerfReader(source, fused=True)
         for e in reader.events():
             kind = type(e)
-            if kind is ev.SampleEvent:
+            if kind is FusedSample:
+                queue.add_sample(e[2], e[9], e)
+            elif kind is ev.SampleEvent:
                 queue.add(SAMPLE, e.time, e.size, e)
             elif kind is ev.MmapEvent:
                 queue.add(MMAP, e.time, e.size, e)

@@ -672,6 +672,29 @@ class StreamWriter:
                 return
         self._put(self._sample, (pid, tid, time, cpu, frames, guessed, values))
 
+    def sample_one(self, pid: int, tid: int, time: int, cpu: int, frames: Sequence[int],
+                   attribute_id: int, value: int) -> None:
+        """sample() with guessed 0 and the one value (attribute_id, value)."""
+        sample_type = self._sample_type
+        if sample_type is not None:
+            n = len(frames)
+            packer = _SAMPLE_PACKERS.get((n, 1))
+            if packer is not None:
+                pack, prefix = packer
+                try:
+                    body = pack(sample_type, pid, tid, time, cpu, n, *frames, 0, 1, attribute_id,
+                                value)
+                except struct.error:  # values to wrap: sample() knows how
+                    pass
+                else:
+                    buf = self._buf
+                    buf += prefix
+                    buf += body
+                    if len(buf) >= _FLUSH_AT:
+                        self.flush()
+                    return
+        self.sample(pid, tid, time, cpu, frames, 0, ((attribute_id, value),))
+
     def tracepoint_sample(self, pid: int, tid: int, time: int, cpu: int, frames: Sequence[int],
                           guessed: int, values: Sequence[tuple[int, int]], format_id: int,
                           trace_data: Sequence[tuple[int, Variant]]) -> None:

@@ -40,8 +40,12 @@ def _data_error(message: str) -> PerfDataError:
 
 
 class PerfReader:
-    def __init__(self, source) -> None:
+    def __init__(self, source, fused: bool = False) -> None:
+        """fused: SAMPLEs whose attr allows it come as fast.FusedSample, not SampleEvent."""
         self.source = source
+        # id(attr) -> fused decoder or None; an attr that _sample_attr returns lives as long
+        # as the reader (global attr or registered by id), so its id is not reused
+        self._fused: dict[int, object] | None = {} if fused else None
         self.mode: str | None = None
         self.big_endian = False
         self._global: PerfEventAttr | None = None
@@ -241,6 +245,7 @@ class PerfReader:
         dec = self._dec
         sample, mmap2, mmap, comm, fork, exit_ = (dec.sample, dec.mmap2, dec.mmap, dec.comm,
                                                   dec.fork, dec.exit)
+        fused = self._fused
         if progress is not None:
             p_off, p_size = progress
             step = p_size // 100
@@ -265,7 +270,18 @@ class PerfReader:
                                       f"runs past the end of the data at {end}")
                 body = pos + 8
                 if rtype == 9:
-                    yield sample(buf, body, rend, misc, size, self._sample_attr(buf, body, rend))
+                    attr = self._sample_attr(buf, body, rend)
+                    if fused is not None:
+                        key = id(attr)
+                        decode = fused.get(key, False)
+                        if decode is False:
+                            decode = fused[key] = dec.fused(attr)
+                        if decode is not None:
+                            yield decode(buf, body, rend, misc, size)
+                        else:
+                            yield sample(buf, body, rend, misc, size, attr)
+                    else:
+                        yield sample(buf, body, rend, misc, size, attr)
                 elif rtype == 10:
                     yield mmap2(buf, body, rend, misc, size, self._trailer)
                 elif rtype == 3:

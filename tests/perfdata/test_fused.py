@@ -1,0 +1,83 @@
+"""The fused SAMPLE decoder (PerfReader(fused=True)) gives the same values as the full
+SampleEvent, and the same events and errors on damaged input."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from perfparser_py.perfdata import PerfDataError, PerfReader
+from perfparser_py.perfdata.fast import FusedSample
+from perfparser_py.source import open_source
+from tests.perfdata.perfdata_corpus import CORPUS, corpus_id, good_files
+
+
+def project(e):
+    """What a FusedSample holds of a SampleEvent; other events unchanged."""
+    if type(e).__name__ != "SampleEvent":
+        return e
+    return (e.pid, e.tid, e.time, e.cpu, e.ip, e.id, e.period, e.callchain, e.misc, e.size)
+
+
+def events(source, fused: bool) -> tuple[list, str | None]:
+    out: list = []
+    try:
+        for e in PerfReader(source, fused=fused).events():
+            out.append(tuple(e) if type(e) is FusedSample else project(e))
+    except PerfDataError as exc:
+        return out, str(exc)
+    return out, None
+
+
+@pytest.mark.parametrize("path", good_files(), ids=corpus_id)
+def test_fused_equals_full(path):
+    fused, err = events(open_source(str(path), None, 0), True)
+    full, err_full = events(open_source(str(path), None, 0), False)
+    assert (fused, err) == (full, err_full)
+
+
+def test_fused_used_for_frame_pointer_samples():
+    path = CORPUS / "recorded" / "fp" / "perf.data"
+    kinds = {type(e) for e in PerfReader(open_source(str(path), None, 0), fused=True).events()}
+    assert FusedSample in kinds
+    assert not any(k.__name__ == "SampleEvent" for k in kinds)
+
+
+class _Bytes:
+    """A Source over bytes in memory (file mode)."""
+
+    is_stream = False
+
+    def __init__(self, data: bytes) -> None:
+        self._view = memoryview(data)
+        self._pos = 0
+
+    def read(self, n: int) -> bytes:
+        chunk = bytes(self._view[self._pos:self._pos + n])
+        self._pos += len(chunk)
+        return chunk
+
+    def spool(self, head: bytes):
+        return self
+
+    def buffer(self) -> memoryview:
+        return self._view
+
+
+def test_fused_same_errors_on_damaged_samples():
+    data = (CORPUS / "recorded" / "fp" / "perf.data").read_bytes()
+    rng = random.Random(9)
+    # offsets inside the data section, where the SAMPLE records are
+    lo = int.from_bytes(data[40:48], "little")
+    hi = lo + int.from_bytes(data[48:56], "little")
+    errors = 0
+    for _ in range(150):
+        damaged = bytearray(data)
+        at = rng.randrange(lo, hi - 8)
+        damaged[at:at + 8] = rng.choice((b"\xff" * 8, rng.randbytes(8), b"\0\0\0\0\0\0\0\x01"))
+        fused = events(_Bytes(bytes(damaged)), True)
+        full = events(_Bytes(bytes(damaged)), False)
+        assert fused == full, at
+        errors += fused[1] is not None
+    assert errors >= 10  # the mutations do reach the SAMPLE checks
