@@ -160,6 +160,9 @@ class _Unwinder:
         callee_signal = False
         seen: set[tuple[int, int]] = set()
         is_x86 = ip_dwarf in (8, 16) and sp_dwarf in (4, 7)
+        # for the inlined common case of _step_cfi
+        mask, lo, hi, stack, history = self.mask, self.lo, self.hi, self.stack, self.history
+        arm = t.name == "arm"
         while True:
             pc = regs.get(ip_dwarf)
             if pc is None:
@@ -180,9 +183,31 @@ class _Unwinder:
                 frames.append(pc if exact else pc - 1)
                 new = None
             else:
-                signal = step[4]
+                cfa_reg, cfa_arg, _rules, ra_reg, signal, block = step
                 frames.append(pc if exact or signal else pc - 1)
-                new = self._step_cfi(regs, step)
+                new = None
+                base = regs.get(cfa_reg) if block is not None else None
+                if base is not None:
+                    # _step_cfi for a register CFA and a block of saved words inside the copy
+                    cfa = (base + cfa_arg) & mask
+                    first = cfa + block[0]
+                    if lo <= first and first + block[1] <= hi:
+                        new = dict(regs)
+                        new[sp_dwarf] = cfa
+                        values = block[2](stack, first - lo)
+                        for reg, i in block[3]:
+                            v = values[i]
+                            history[first + i * word] = v
+                            new[reg] = v
+                        ra = new.get(ra_reg)
+                        if ra is None:
+                            new = None
+                        else:
+                            new[ip_dwarf] = ra & ~1 if arm else ra
+                    else:
+                        base = None
+                if base is None:
+                    new = self._step_cfi(regs, step)
             if new is None:
                 new = self._step_fallback(regs)
                 if new is None:
