@@ -27,22 +27,6 @@ CPUMODE_MASK, CPUMODE_USER = 7, 2
 TRACEPOINT = 2
 
 
-def architecture(name: str) -> str | None:
-    """Architecture family of a `uname -m` / --arch name (SEMANTICS §11.5), None if unknown."""
-    if name in ("aarch64", "arm64"):
-        return "aarch64"
-    if name.startswith("x86") or name in ("i386", "i486", "i586", "i686", "i786", "amd64"):
-        return "x86"
-    for family in ("arm", "powerpc", "s390", "sh", "sparc", "mips"):
-        if name.startswith(family):
-            return family
-    return None
-
-
-def _host_arch() -> str:
-    return os.uname().machine
-
-
 class Sink:
     """Receives time-ordered events from the queue and produces the messages."""
 
@@ -58,8 +42,9 @@ class Sink:
             kallsyms = options.sysroot + "/proc/kallsyms"
         self.symbolizer = Symbolizer(emitter, kallsyms, options.perf_map_path)
         self.tracepoints = Tracepoints(emitter)
-        self.arch = "x86_64"  # set from the data (ARCH feature) or --arch
-        self.unwinder = None  # (unwind function, Cfi class) once DWARF unwinding is possible
+        self.arch = ""  # family of the recorded machine: set_arch()
+        self.unwinder = None  # (unwind function, Cfi.for_image) where DWARF unwinding works
+        self._arch_warned = False
         self._cfi: dict[int, object] = {}
         self._missing_reported: set[bytes] = set()
 
@@ -175,9 +160,15 @@ class Sink:
         else:
             frames = []
         guessed = 0
-        if e.regs_abi and e.stack is not None and len(e.stack) and self.unwinder is not None:
-            frames = frames.copy()
-            guessed = self._unwind(e, proc, frames)
+        if e.regs_abi and e.stack is not None and len(e.stack):
+            if self.unwinder is not None:
+                frames = frames.copy()
+                guessed = self._unwind(e, proc, frames)
+            elif not self._arch_warned:
+                # Upstream aborts (exit 6); we keep the frame-pointer part (expected_differences)
+                self._arch_warned = True
+                print(f"perfparser: no DWARF unwinding for architecture {self.arch!r}; "
+                      "using the recorded call chains only", file=sys.stderr)
         if not frames:
             frames = [sym.frame(session.kernel if in_kernel else proc, ip, in_kernel)]
         attrs = self.attrs
@@ -218,13 +209,18 @@ class Sink:
         return min(255, max(0, len(addrs) - first_guessed))
 
 
-def _load_unwinder():
-    try:
-        from .elf.cfi import Cfi
-        from .unwind.dwarf import unwind
-    except ImportError:  # pragma: no cover - DWARF unwinding not available in this build
-        return None
-    return unwind, Cfi.for_image
+    def set_arch(self, name: str) -> None:
+        """The recorded machine's architecture (`uname -m` style, SEMANTICS §11.5)."""
+        from .unwind.registers import arch_family
+
+        family = arch_family(name)
+        self.arch = family or name
+        self.unwinder = None
+        if family in ("x86", "aarch64", "arm"):
+            from .elf.cfi import Cfi
+            from .unwind.dwarf import unwind
+
+            self.unwinder = unwind, Cfi.for_image
 
 
 def run(options, out) -> int:
@@ -264,7 +260,8 @@ def run(options, out) -> int:
         finder.progress = debuginfo_progress
     sink = Sink(options, emitter, attrs, finder)
     queue = EventQueue(None if stats_mode else sink, options.buffer_size, options.max_buffer_size)
-    arch_name = options.arch or _host_arch()
+    arch_name = options.arch or os.uname().machine  # pipe mode knows no other
+    sink.set_arch(arch_name)
     code = 0
     try:
         source = open_source(options.input, options.host, options.port)
@@ -308,14 +305,10 @@ def run(options, out) -> int:
                 if not stats_mode:
                     writer.features(_features_message(f, arch_name))
             elif kind is ev.DataStartEvent:
-                code = _check_arch(arch_name, sink)
-                if code:
-                    break
+                sink.set_arch(arch_name)  # the ARCH feature, read before any record
     except PerfDataError as err:
         print(f"perfparser: {err}", file=sys.stderr)
         code = err.exit_code
-    if code == 0 and sink.unwinder is None:
-        _check_arch(arch_name, sink)  # pipe mode: no DataStartEvent
     queue.finish()
     if terminal:
         terminal.write("\rperfparser: done" + " " * 10 + "\n" if code == 0 else "\n")
@@ -338,19 +331,6 @@ def _kallsyms_from_build_id(symbolizer, finder, build_ids) -> None:
             if cached:
                 symbolizer.kallsyms_path = cached
             return
-
-
-def _check_arch(arch_name: str, sink: Sink) -> int:
-    family = architecture(arch_name)
-    if family is None:
-        # Upstream aborts (exit 6); we keep going with frame pointers only (expected_differences)
-        print(f"perfparser: no DWARF unwinding support for architecture {arch_name!r}; "
-              "using frame-pointer call chains only", file=sys.stderr)
-        return 0
-    sink.arch = {"x86": "x86_64", "aarch64": "aarch64", "arm": "arm"}.get(family, arch_name)
-    if family in ("x86", "aarch64", "arm"):
-        sink.unwinder = _load_unwinder()
-    return 0
 
 
 def _features_message(f, arch_name: str):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 
+from .elf.dwarf import DwarfInfo
 from .elf.finder import normalize_path
 from .elf.image import ElfImage
 from .emit import Emitter
@@ -18,10 +19,6 @@ from .unwind.framepointer import callchain_frames
 
 _MAX_CHAINS = 1 << 16  # per process; beyond that the cache restarts (bounded memory)
 
-try:  # the DWARF readers are optional: without them frames get ELF symbols only
-    from .elf.dwarf import DwarfInfo
-except ImportError:  # pragma: no cover - only while the DWARF module is absent
-    DwarfInfo = None
 
 
 class Symbolizer:
@@ -181,7 +178,7 @@ class Symbolizer:
         try:
             return self._dwarf[key]
         except KeyError:
-            info = DwarfInfo.for_image(image) if DwarfInfo is not None else None
+            info = DwarfInfo.for_image(image)
             self._dwarf[key] = info
             return info
 

@@ -40,14 +40,18 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _record(tmp: Path, name: str, cflags: list[str], call_graph: list[str]) -> Path:
+def _record(tmp: Path, name: str, cflags: list[str], call_graph: list[str],
+            pipe: bool = False) -> Path:
     src = tmp / "workload.c"
     src.write_text(WORKLOAD)
     exe = tmp / name
     subprocess.run(["gcc", "-O2", "-g", *cflags, "-o", str(exe), str(src)], check=True)
     data = tmp / f"{name}.data"
-    subprocess.run(["perf", "record", "-N", "-q", "-F", "1999", *call_graph, "-o", str(data),
-                    "--", str(exe), "30000"], check=True, capture_output=True, timeout=120)
+    with data.open("wb") as out:  # pipe mode: `perf record -o -` writes the stream format
+        subprocess.run(["perf", "record", "-N", "-q", "-F", "1999", *call_graph,
+                        "-o", "-" if pipe else str(data), "--", str(exe), "30000"],
+                       check=True, stdout=out if pipe else subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, timeout=120)
     return data
 
 
@@ -143,3 +147,16 @@ def test_frame_pointer_recording_matches_perf_script(tmp_path: Path) -> None:
 def test_dwarf_recording_matches_perf_script(tmp_path: Path) -> None:
     data = _record(tmp_path, "dw", ["-fomit-frame-pointer"], ["--call-graph", "dwarf,16384"])
     _compare(data, tmp_path, 0.995)
+
+
+def test_pipe_mode_dwarf_recording_matches_perf_script(tmp_path: Path) -> None:
+    """Pipe mode has no ARCH feature: unwinding must be ready before the first flush."""
+    data = _record(tmp_path, "dwp", ["-fomit-frame-pointer"], ["--call-graph", "dwarf,16384"],
+                   pipe=True)
+    assert data.read_bytes()[8:16] == (16).to_bytes(8, "little")  # the pipe-mode header
+    _compare(data, tmp_path, 0.995)
+    # an architecture we cannot unwind: upstream exits 6; we keep the samples and say so once
+    res = run_parser(["--input", str(data), "--app", str(tmp_path), "--arch", "riscv64"])
+    assert res.returncode == 0
+    assert res.stderr.count(b"no DWARF unwinding for architecture 'riscv64'") == 1
+    assert len(decode(res.stdout)[0]) > 300
