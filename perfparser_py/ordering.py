@@ -13,6 +13,7 @@ the queue, never their relative order, except for events that arrive too late.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 
 SAMPLE, MMAP, TASK = 0, 1, 2
@@ -246,17 +247,6 @@ class EventQueue:
 
 
 def _version_at_least(version: bytes, wanted: tuple[int, ...]) -> bool:
-    parts = []
-    for chunk in version.split(b"."):
-        digits = b""
-        for c in chunk:
-            if 48 <= c <= 57:
-                digits += bytes((c,))
-            else:
-                break
-        if not digits:
-            break
-        parts.append(int(digits))
-        if len(digits) != len(chunk):
-            break
-    return bool(parts) and tuple(parts) >= wanted
+    """Compare the leading numeric dotted components ("4.18.rc3" -> 4.18) with `wanted`."""
+    m = re.match(rb"\d+(?:\.\d+)*", version)
+    return m is not None and tuple(int(p) for p in m.group().split(b".")) >= wanted
