@@ -122,43 +122,37 @@ class Sink:
         # the common frame-pointer case: what _sample does for an event without read values,
         # branch stack, user regs/stack or raw data
         pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
-        session = self.session
-        proc = session.process(pid)
-        sym = self.symbolizer
-        if proc.perf_map is not False:
-            sym.prepare(proc)
-        klo, khi = session.kernel_range
-        in_kernel = klo <= ip < khi
-        frames = None
-        if callchain:
-            cpumode = misc & CPUMODE_MASK
-            ip_is_user = cpumode == CPUMODE_USER or (cpumode == 0 and not in_kernel)
-            frames = sym.callchain(proc, session.kernel, session.kernel_generation, callchain,
-                                   ip, ip_is_user, ())
+        proc = self.session.process(pid)
+        frames, in_kernel = self._recorded_frames(proc, ip, callchain, (), misc)
         if not frames:
-            frames = [sym.frame(session.kernel if in_kernel else proc, ip, in_kernel)]
+            frames = [self._ip_frame(proc, ip, in_kernel)]
         self.writer.sample_one(pid, tid, time, cpu, frames, self.attrs.attribute_id(sid), period)
 
-    def _sample(self, e) -> None:
+    def _recorded_frames(self, proc, ip: int, callchain, branch_stack, misc: int):
+        """Frames of the kernel-recorded call chain / LBR stack (shared, do not append) and
+        whether the sample ip is a kernel address."""
         session = self.session
-        pid = e.pid
-        proc = session.process(pid)
         sym = self.symbolizer
         if proc.perf_map is not False:
             sym.prepare(proc)
-        ip = e.ip
         klo, khi = session.kernel_range
         in_kernel = klo <= ip < khi
-        callchain = e.callchain
-        branch_stack = e.branch_stack
-        if callchain or branch_stack:
-            cpumode = e.misc & CPUMODE_MASK
-            ip_is_user = cpumode == CPUMODE_USER or (cpumode == 0 and not in_kernel)
-            # the memoized list is shared: copied before anything is appended to it
-            frames = sym.callchain(proc, session.kernel, session.kernel_generation, callchain,
-                                   ip, ip_is_user, branch_stack)
-        else:
-            frames = []
+        if not (callchain or branch_stack):
+            return [], in_kernel
+        cpumode = misc & CPUMODE_MASK
+        ip_is_user = cpumode == CPUMODE_USER or (cpumode == 0 and not in_kernel)
+        return sym.callchain(proc, session.kernel, session.kernel_generation, callchain, ip,
+                             ip_is_user, branch_stack), in_kernel
+
+    def _ip_frame(self, proc, ip: int, in_kernel: bool) -> int:
+        """The only frame of a sample without a stack: its ip."""
+        return self.symbolizer.frame(self.session.kernel if in_kernel else proc, ip, in_kernel)
+
+    def _sample(self, e) -> None:
+        pid = e.pid
+        proc = self.session.process(pid)
+        ip = e.ip
+        frames, in_kernel = self._recorded_frames(proc, ip, e.callchain, e.branch_stack, e.misc)
         guessed = 0
         if e.regs_abi and e.stack is not None and len(e.stack):
             if self.unwinder is not None:
@@ -170,7 +164,7 @@ class Sink:
                 print(f"perfparser: no DWARF unwinding for architecture {self.arch!r}; "
                       "using the recorded call chains only", file=sys.stderr)
         if not frames:
-            frames = [sym.frame(session.kernel if in_kernel else proc, ip, in_kernel)]
+            frames = [self._ip_frame(proc, ip, in_kernel)]
         attrs = self.attrs
         if e.read_values:
             values = [(attrs.attribute_id(i), v) for v, i in e.read_values]
