@@ -39,6 +39,9 @@ class Source:
     def buffer(self) -> memoryview:
         raise NotImplementedError
 
+    def release(self, upto: int) -> None:
+        """The bytes before offset `upto` are mostly done with (hint, never required)."""
+
     def spool(self, prefix: bytes) -> Source:
         raise NotImplementedError
 
@@ -57,6 +60,16 @@ class FileSource(Source):
             self._map = None
             self._view = memoryview(b"")
         self._pos = 0
+        self._released = 0
+
+    def release(self, upto: int) -> None:
+        # Mapped file pages count in our RSS once touched, so a multi-GB recording would
+        # otherwise grow RSS to its size. Dropping them is always safe: a later access (a stack
+        # still queued for unwinding) faults the page back in from the page cache.
+        upto -= upto % mmap.PAGESIZE
+        if self._map is not None and upto > self._released:
+            self._map.madvise(mmap.MADV_DONTNEED, self._released, upto - self._released)
+            self._released = upto
 
     def read(self, n: int) -> memoryview:
         start = self._pos

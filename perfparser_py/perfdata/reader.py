@@ -24,6 +24,10 @@ _FINISHED_ROUND = ev.FinishedRoundEvent()
 _FINISHED_INIT = ev.FinishedInitEvent()
 _CONSTRUCT_DECODED = frozenset((r.LOST, r.LOST_SAMPLES, r.SWITCH, r.SWITCH_CPU_WIDE))
 _TOO_SMALL = "File is too small to hold perf data."
+# Mapped input before the read position minus this is released (Source.release): enough for
+# the events of the rounds still queued, so their stacks are rarely faulted back in.
+_KEEP_MAPPED = 8 << 20
+_RELEASE_EVERY = 4 << 20
 _F32 = struct.Struct("f")
 
 
@@ -100,14 +104,16 @@ class PerfReader:
             if src.is_stream:
                 yield from self._pipe_stream(src)
             else:
-                yield from self._finish(self._records(src.buffer(), 16, len(src.buffer())))
+                yield from self._finish(self._records(src.buffer(), 16, len(src.buffer()),
+                                                      release=src.release))
         else:
             self.mode = "file"
-            yield from self._file(src.spool(head).buffer(), size)
+            spooled = src.spool(head)
+            yield from self._file(spooled.buffer(), size, spooled.release)
 
     # ---------------------------------------------------------------- file mode
 
-    def _file(self, buf: memoryview, header_size: int) -> Iterator[object]:
+    def _file(self, buf: memoryview, header_size: int, release) -> Iterator[object]:
         n = len(buf)
         if n < h.FILE_HEADER_SIZE:
             raise _header_error("File is too small for perf header.")
@@ -126,7 +132,7 @@ class PerfReader:
         if truncated and (data_offset >= n or hdr.attrs.offset + hdr.attrs.size > n):
             raise _header_error(f"{_TOO_SMALL} (data ends at {data_end}, file has {n} bytes)")
         try:
-            yield from self._file_body(buf, hdr, truncated, unfinished)
+            yield from self._file_body(buf, hdr, truncated, unfinished, release)
         except PerfDataError as exc:
             if truncated:
                 raise _header_error(f"{_TOO_SMALL} ({exc})") from None
@@ -154,8 +160,8 @@ class PerfReader:
             raise _data_error("Failed to read attributes: the attribute section is empty")
         return entries
 
-    def _file_body(self, buf: memoryview, hdr, truncated: bool,
-                   unfinished: bool = False) -> Iterator[object]:
+    def _file_body(self, buf: memoryview, hdr, truncated: bool, unfinished: bool,
+                   release) -> Iterator[object]:
         entries = self._attr_section(buf, hdr)
         self._set_global(entries[0][0])
         data_offset, data_size = hdr.data.offset, hdr.data.size
@@ -187,9 +193,11 @@ class PerfReader:
         end = min(data_offset + data_size, len(buf))
         progress = (data_offset, data_size)
         if not unfinished:
-            yield from self._finish(self._records(buf, data_offset, end, progress))
+            yield from self._finish(self._records(buf, data_offset, end, progress,
+                                                  release=release))
             return
-        pos = yield from self._records(buf, data_offset, end, progress, partial=True)
+        pos = yield from self._records(buf, data_offset, end, progress, partial=True,
+                                       release=release)
         yield from self._finish(iter(()))
         if pos < end:
             print(f"perfparser: the recording ends inside a record at offset {pos}: "
@@ -238,19 +246,23 @@ class PerfReader:
         return g
 
     def _records(self, buf, pos: int, end: int, progress: tuple[int, int] | None = None,
-                 partial: bool = False):
+                 partial: bool = False, release=None):
         """Decode the records in buf[pos:end]. partial: stop quietly at an incomplete record and
-        return its offset (decompressed chunks). progress: (data_offset, data_size)."""
+        return its offset (decompressed chunks). progress: (data_offset, data_size).
+        release(offset): the source's hint that the bytes before offset are done with."""
         unpack = self._record_header
         dec = self._dec
         sample, mmap2, mmap, comm, fork, exit_ = (dec.sample, dec.mmap2, dec.mmap, dec.comm,
                                                   dec.fork, dec.exit)
         fused = self._fused
+        # periodic work (one comparison per record): progress events, releasing consumed input
+        next_progress = end + 1
         if progress is not None:
             p_off, p_size = progress
             step = p_size // 100
-            next_at = p_off + step
+            next_progress = p_off + step
             f_size = _f32(p_size)
+        next_at = next_progress if release is None else min(next_progress, pos + _RELEASE_EVERY)
         rtype = -1
         try:
             while pos < end:
@@ -303,9 +315,14 @@ class PerfReader:
                 else:
                     yield from self._cold(buf, body, rend, rtype, misc, size)
                 pos = rend
-                if progress is not None and pos >= next_at:
-                    yield ev.ProgressEvent(_f32(_f32(pos - p_off) / f_size))
-                    next_at += step
+                if pos >= next_at:
+                    if pos >= next_progress:
+                        yield ev.ProgressEvent(_f32(_f32(pos - p_off) / f_size))
+                        next_progress += step
+                    next_at = next_progress
+                    if release is not None:
+                        release(pos - _KEEP_MAPPED)
+                        next_at = min(next_at, pos + _RELEASE_EVERY)
         except _MALFORMED as exc:
             raise _data_error(f"Malformed record of type {rtype} at offset {pos}: "
                               f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
