@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from perfparser_py.source import Source
 from perfparser_py.perfdata import PerfDataError, PerfReader
 from perfparser_py.perfdata.fast import FusedSample
 from perfparser_py.source import open_source
@@ -44,7 +45,7 @@ def test_fused_used_for_frame_pointer_samples():
     assert not any(k.__name__ == "SampleEvent" for k in kinds)
 
 
-class _Bytes:
+class _Bytes(Source):
     """A Source over bytes in memory (file mode)."""
 
     is_stream = False
