@@ -564,6 +564,14 @@ def _sample_frame(type_id: int, pid: int, tid: int, time: int, cpu: int,
                          *[x for pair in values for x in pair])
 
 
+# sample_one's pieces of the message _sample_frame packs: u32le size | type, pid, tid, time,
+# cpu | frame count and frames | guessed, value count, (attribute id, value)
+_SAMPLE_HEAD = struct.Struct(">BiiQI").pack
+_SAMPLE_ONE_TAIL = struct.Struct(">BIiQ").pack
+_SAMPLE_FIXED_SIZE = struct.calcsize(">BiiQI") + 4 + struct.calcsize(">BIiQ")
+_MAX_PACKED_FRAMES = 1 << 16
+
+
 def _fast_sample_type(lay: _Layout | None) -> int | None:
     """The Sample type id if this flavour's layout encodes exactly like _sample_frame."""
     if lay is None:
@@ -597,6 +605,7 @@ class StreamWriter:
          self._tracepoint_format, self._attributes, self._context_switch, self._sample,
          self._tracepoint_sample, self._debuginfo_progress) = _LAYOUTS[flavour]
         self._sample_type = _fast_sample_type(self._sample)
+        self._packed_frames: dict[int, tuple[list[int], bytes, bytes | None]] = {}
 
     def _put(self, lay: _Layout | None, values: Sequence) -> None:
         if lay is None:
@@ -672,28 +681,46 @@ class StreamWriter:
                 return
         self._put(self._sample, (pid, tid, time, cpu, frames, guessed, values))
 
-    def sample_one(self, pid: int, tid: int, time: int, cpu: int, frames: Sequence[int],
+    def sample_one(self, pid: int, tid: int, time: int, cpu: int, frames: list[int],
                    attribute_id: int, value: int) -> None:
-        """sample() with guessed 0 and the one value (attribute_id, value)."""
-        sample_type = self._sample_type
-        if sample_type is not None:
-            n = len(frames)
-            packer = _SAMPLE_PACKERS.get((n, 1))
-            if packer is not None:
-                pack, prefix = packer
+        """sample() with guessed 0 and the one value (attribute_id, value).
+
+        The packed frame array is cached per frames list: the symbolizer hands out one list
+        per distinct stack, so most samples re-use it instead of packing every frame again.
+        The cache holds the list itself, so its id() cannot be reused while cached."""
+        if self._sample_type is not None:
+            cached = self._packed_frames.get(id(frames))
+            if cached is None or cached[0] is not frames:
+                cached = self._pack_frames(frames)
+            if cached[2] is not None:
                 try:
-                    body = pack(sample_type, pid, tid, time, cpu, n, *frames, 0, 1, attribute_id,
-                                value)
+                    head = _SAMPLE_HEAD(self._sample_type, pid, tid, time, cpu)
+                    tail = _SAMPLE_ONE_TAIL(0, 1, attribute_id, value)
                 except struct.error:  # values to wrap: sample() knows how
                     pass
                 else:
                     buf = self._buf
-                    buf += prefix
-                    buf += body
+                    buf += cached[1]
+                    buf += head
+                    buf += cached[2]
+                    buf += tail
                     if len(buf) >= _FLUSH_AT:
                         self.flush()
                     return
         self.sample(pid, tid, time, cpu, frames, 0, ((attribute_id, value),))
+
+    def _pack_frames(self, frames: list[int]) -> tuple[list[int], bytes, bytes | None]:
+        """(frames, message size prefix, packed frame array or None) for sample_one."""
+        cache = self._packed_frames
+        if len(cache) >= _MAX_PACKED_FRAMES:
+            cache.clear()
+        n = len(frames)
+        try:
+            packed = struct.pack(f">I{n}i", n, *frames)
+        except struct.error:  # an id out of range: the schema path reports it
+            packed = None
+        entry = cache[id(frames)] = (frames, _U32LE.pack(_SAMPLE_FIXED_SIZE + 4 * n), packed)
+        return entry
 
     def tracepoint_sample(self, pid: int, tid: int, time: int, cpu: int, frames: Sequence[int],
                           guessed: int, values: Sequence[tuple[int, int]], format_id: int,
