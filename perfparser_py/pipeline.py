@@ -122,10 +122,22 @@ class Sink:
         # the common frame-pointer case: what _sample does for an event without read values,
         # branch stack, user regs/stack or raw data
         pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
-        proc = self.session.process(pid)
-        frames, in_kernel = self._recorded_frames(proc, ip, callchain, (), misc)
+        session = self.session
+        proc = session.processes.get(pid)
+        if proc is None:
+            proc = session.process(pid)
+        if callchain and proc.perf_map is False:
+            # _recorded_frames without its calls (the common case: no perf map to refresh)
+            klo, khi = session.kernel_range
+            cpumode = misc & CPUMODE_MASK
+            frames = self.symbolizer.callchain(
+                proc, session.kernel, session.kernel_generation, callchain, ip,
+                cpumode == CPUMODE_USER or (cpumode == 0 and not klo <= ip < khi), ())
+        else:
+            frames, _ = self._recorded_frames(proc, ip, callchain, (), misc)
         if not frames:
-            frames = [self._ip_frame(proc, ip, in_kernel)]
+            klo, khi = session.kernel_range
+            frames = [self._ip_frame(proc, ip, klo <= ip < khi)]
         self.writer.sample_one(pid, tid, time, cpu, frames, self.attrs.attribute_id(sid), period)
 
     def _recorded_frames(self, proc, ip: int, callchain, branch_stack, misc: int):
