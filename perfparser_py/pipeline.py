@@ -27,35 +27,18 @@ CPUMODE_MASK, CPUMODE_USER = 7, 2
 TRACEPOINT = 2
 
 
-class Sink:
-    """Receives time-ordered events from the queue and produces the messages."""
+class Spaces:
+    """Every process's address space, rebuilt from the time-ordered mmap and task events, and
+    DWARF unwinding against it: what both the Sink and, in a split run, the reading process
+    (parallel.py) need. It writes no messages."""
 
-    def __init__(self, options, emitter: Emitter, attrs: AttributeTable, finder) -> None:
+    def __init__(self, options, finder) -> None:
         self.options = options
-        self.emit = emitter
-        self.writer = emitter.writer
-        self.attrs = attrs
         self.finder = finder
         self.session = Session()
-        kallsyms = options.kallsyms
-        if kallsyms is None:
-            kallsyms = options.sysroot + "/proc/kallsyms"
-        self.symbolizer = Symbolizer(emitter, kallsyms, options.perf_map_path)
-        self.tracepoints = Tracepoints(emitter)
         self.arch = ""  # family of the recorded machine: set_arch()
         self.unwinder = None  # (unwind function, Cfi.for_image) where DWARF unwinding works
-        self._arch_warned = False
         self._cfi: dict[int, object] = {}
-        self._missing_reported: set[bytes] = set()
-
-    # -- queue sink ----------------------------------------------------------------------
-    def time_order_violation(self, time: int, max_time: int) -> None:
-        self.writer.error(
-            1,
-            "Time order violation of MMAP event across buffer flush detected. Event time is "
-            f"{time}, max time during last buffer flush was {max_time}. This potentially "
-            "breaks the data analysis.",
-        )
 
     def mmap(self, e) -> None:
         path = e.filename
@@ -83,6 +66,87 @@ class Sink:
         )
 
     def _missing(self, path: bytes) -> None:
+        """An mmapped file that is not on this machine (the Sink reports it)."""
+
+    def task(self, item) -> None:
+        e = item[0]
+        kind = type(e)
+        if kind is ev.ForkEvent:
+            self.session.fork(e.pid, e.ppid, e.time or e.record_time, e.misc)
+        elif kind is ev.ExitEvent:
+            if e.pid == e.tid:
+                self.session.exit(e.pid)
+        elif kind is ev.CommEvent:
+            if e.misc & MISC_COMM_EXEC and e.pid == e.tid:
+                self.session.exec(e.pid)
+
+    def unwind_outcome(self, e, proc):
+        """What DWARF unwinding of a full SampleEvent gives: None when it has no user stack,
+        False when its architecture cannot be unwound, else (lookup addresses leaf first,
+        index of the first guessed one)."""
+        if not (e.regs_abi and e.stack is not None and len(e.stack)):
+            return None
+        if self.unwinder is None:
+            return False
+        if proc.first_image is None:
+            return [], 0
+        unwind, cfi_for = self.unwinder
+        space = proc.space
+
+        def module_at(pc: int):
+            m = space.find(pc)
+            if m is None or m.image is None:
+                return None
+            key = id(m.image)
+            cfi = self._cfi.get(key, False)
+            if cfi is False:
+                cfi = self._cfi[key] = cfi_for(m.image)
+            return m.image, m.bias, cfi
+
+        return unwind(self.arch, e.regs_abi, e.regs, e.attr.sample_regs_user, e.stack,
+                      module_at, proc.history, self.options.max_frames,
+                      self.session.kernel_range, proc.unwind_steps)
+
+    def set_arch(self, name: str) -> None:
+        """The recorded machine's architecture (`uname -m` style, SEMANTICS §11.5)."""
+        from .unwind.registers import arch_family
+
+        family = arch_family(name)
+        self.arch = family or name
+        self.unwinder = None
+        if family in ("x86", "aarch64", "arm"):
+            from .elf.cfi import Cfi
+            from .unwind.dwarf import unwind
+
+            self.unwinder = unwind, Cfi.for_image
+
+
+class Sink(Spaces):
+    """Receives time-ordered events from the queue and produces the messages."""
+
+    def __init__(self, options, emitter: Emitter, attrs: AttributeTable, finder) -> None:
+        super().__init__(options, finder)
+        self.emit = emitter
+        self.writer = emitter.writer
+        self.attrs = attrs
+        kallsyms = options.kallsyms
+        if kallsyms is None:
+            kallsyms = options.sysroot + "/proc/kallsyms"
+        self.symbolizer = Symbolizer(emitter, kallsyms, options.perf_map_path)
+        self.tracepoints = Tracepoints(emitter)
+        self._arch_warned = False
+        self._missing_reported: set[bytes] = set()
+
+    # -- queue sink ----------------------------------------------------------------------
+    def time_order_violation(self, time: int, max_time: int) -> None:
+        self.writer.error(
+            1,
+            "Time order violation of MMAP event across buffer flush detected. Event time is "
+            f"{time}, max time during last buffer flush was {max_time}. This potentially "
+            "breaks the data analysis.",
+        )
+
+    def _missing(self, path: bytes) -> None:
         # Once per file: upstream repeats it for every mmap of the file (every process that
         # maps libc in a -a recording), which only buries the message.
         if path in self._missing_reported:
@@ -96,19 +160,15 @@ class Sink:
         self.writer.error(2, message)
 
     def task(self, item) -> None:
+        super().task(item)
         e = item[0]
         w = self.writer
         kind = type(e)
         if kind is ev.ForkEvent:
-            self.session.fork(e.pid, e.ppid, e.time or e.record_time, e.misc)
             w.thread_start(e.pid, e.tid, e.time, e.cpu, e.ppid)
         elif kind is ev.ExitEvent:
-            if e.pid == e.tid:
-                self.session.exit(e.pid)
             w.thread_end(e.pid, e.tid, e.time, e.cpu)
         elif kind is ev.CommEvent:
-            if e.misc & MISC_COMM_EXEC and e.pid == e.tid:
-                self.session.exec(e.pid)
             w.command(e.pid, e.tid, e.time, e.cpu, item[1])
         elif kind is ev.LostEvent:
             w.lost(e.pid, e.tid, e.time, e.cpu, e.lost)
@@ -116,11 +176,12 @@ class Sink:
             w.context_switch(e.pid, e.tid, e.time, e.cpu, e.switch_out)
 
     def sample(self, e) -> None:
-        if type(e) is not FusedSample:
-            self._sample(e)
+        """A SampleEvent, or the fields of a FusedSample (as one, or as a plain tuple)."""
+        if type(e) is ev.SampleEvent:
+            self.full_sample(e)
             return
-        # the common frame-pointer case: what _sample does for an event without read values,
-        # branch stack, user regs/stack or raw data
+        # the common frame-pointer case: what full_sample does for an event without read
+        # values, branch stack, user regs/stack or raw data
         pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
         session = self.session
         proc = session.processes.get(pid)
@@ -160,21 +221,26 @@ class Sink:
         """The only frame of a sample without a stack: its ip."""
         return self.symbolizer.frame(self.session.kernel if in_kernel else proc, ip, in_kernel)
 
-    def _sample(self, e) -> None:
+    def full_sample(self, e, outcome=None, unwound: bool = False) -> None:
+        """A SampleEvent; `outcome` is its unwind_outcome() when `unwound` (computed by the
+        reading process of a split run), else it is computed here."""
         pid = e.pid
         proc = self.session.process(pid)
         ip = e.ip
         frames, in_kernel = self._recorded_frames(proc, ip, e.callchain, e.branch_stack, e.misc)
+        if not unwound:
+            outcome = self.unwind_outcome(e, proc)
         guessed = 0
-        if e.regs_abi and e.stack is not None and len(e.stack):
-            if self.unwinder is not None:
-                frames = frames.copy()
-                guessed = self._unwind(e, proc, frames)
-            elif not self._arch_warned:
+        if outcome is False:
+            if not self._arch_warned:
                 # Upstream aborts (exit 6); we keep the frame-pointer part (expected_differences)
                 self._arch_warned = True
                 print(f"perfparser: no DWARF unwinding for architecture {self.arch!r}; "
                       "using the recorded call chains only", file=sys.stderr)
+        elif outcome is not None:
+            addrs, first_guessed = outcome
+            frames = frames + self.symbolizer.unwound(proc, addrs)
+            guessed = min(255, max(0, len(addrs) - first_guessed))
         if not frames:
             frames = [self._ip_frame(proc, ip, in_kernel)]
         attrs = self.attrs
@@ -191,139 +257,155 @@ class Sink:
         else:
             self.writer.sample(pid, e.tid, e.time, e.cpu, frames, guessed, values)
 
-    def _unwind(self, e, proc, frames: list[int]) -> int:
-        unwind, cfi_for = self.unwinder
-        if proc.first_image is None:
-            return 0
-        space = proc.space
 
-        def module_at(pc: int):
-            m = space.find(pc)
-            if m is None or m.image is None:
-                return None
-            key = id(m.image)
-            cfi = self._cfi.get(key, False)
-            if cfi is False:
-                cfi = self._cfi[key] = cfi_for(m.image)
-            return m.image, m.bias, cfi
+class Run:
+    """One run's stages, and what each reader event does to them outside the time-ordering
+    queue. The serial path feeds it the reader's events; a split run (parallel.py) feeds it
+    what the reading process forwards, in the same order."""
 
-        addrs, first_guessed = unwind(self.arch, e.regs_abi, e.regs, e.attr.sample_regs_user,
-                                      e.stack, module_at, proc.history,
-                                      self.options.max_frames, self.session.kernel_range,
-                                      proc.unwind_steps)
-        frames += self.symbolizer.unwound(proc, addrs)
-        return min(255, max(0, len(addrs) - first_guessed))
+    def __init__(self, options, out) -> None:
+        from .elf.finder import ElfFinder
+        from .flavour import choose_flavour
+        from .protocol import StreamWriter
+
+        self.options = options
+        self.out = out
+        self.stats_mode = options.print_stats
+        # someone at a terminal (not hotspot, which reads stderr through a pipe) sees progress
+        self.terminal = sys.stderr if sys.stderr is not None and sys.stderr.isatty() else None
+        self.writer = writer = StreamWriter(out, choose_flavour(options.protocol, os.environ))
+        if not self.stats_mode:
+            writer.header()
+            writer.flush()
+        self.emitter = emitter = Emitter(writer)
+        self.attrs = AttributeTable(None if self.stats_mode else emitter)
+        debug_paths = options.debug
+        if debug_paths is None:
+            debug_paths = (options.sysroot + "/usr/lib/debug:" + os.path.expanduser("~/.debug")
+                           + ":.debug")
+        self.finder = finder = ElfFinder(
+            app=options.app,
+            extra=[p for p in options.extra.split(":") if p],
+            sysroot=options.sysroot,
+            debug_paths=[p for p in debug_paths.split(":") if p],
+            build_ids={},
+            use_cache=not options.no_cache,
+        )
+        if not self.stats_mode:
+            def debuginfo_progress(module: bytes, url: str, numerator: int,
+                                   denominator: int) -> None:
+                writer.debuginfo_progress(emitter.string(module), emitter.string(url),
+                                          numerator, denominator)
+                writer.flush()  # hotspot shows downloads while they run
+
+            finder.progress = debuginfo_progress
+        self.sink = Sink(options, emitter, self.attrs, finder)
+        self.queue = EventQueue(None if self.stats_mode else self.sink, options.buffer_size,
+                                options.max_buffer_size)
+        self.arch_name = options.arch or os.uname().machine  # pipe mode knows no other
+        self.sink.set_arch(self.arch_name)
+
+    def reader_event(self, e) -> None:
+        """Serial path: one event as the reader yields it."""
+        kind = type(e)
+        queue = self.queue
+        if kind is FusedSample:
+            queue.add_sample(e[2], e[9], e)
+        elif kind is ev.SampleEvent:
+            queue.add(SAMPLE, e.time, e.size, e)
+        elif kind is ev.MmapEvent:
+            queue.add(MMAP, e.time, e.size, e)
+        elif kind is ev.CommEvent:
+            queue.add(TASK, e.time, e.size, (e, self.comm_string(e.comm)))
+        elif kind in TASK_EVENTS:
+            queue.add(TASK, e.time, e.size, (e,))
+        elif kind is ev.FinishedRoundEvent:
+            queue.finished_round()
+        else:
+            order_hooks(queue, e)
+            self.parse_event(e)
+
+    def comm_string(self, comm: bytes) -> int:
+        """A COMM's name is defined when it is read, before the queue hands the COMM out."""
+        return -1 if self.stats_mode else self.emitter.string(comm)
+
+    def parse_event(self, e) -> None:
+        """What an event that does not go through the queue does (time-ordering aside)."""
+        kind = type(e)
+        if kind is ev.ProgressEvent:
+            if not self.stats_mode:
+                self.writer.progress(e.fraction)
+            if self.terminal:
+                self.terminal.write(f"\rperfparser: reading {e.fraction:6.1%}")
+                self.terminal.flush()
+        elif kind is ev.AttrEvent:
+            self.attrs.register(e.attr, e.name or generated_name(e.attr), e.ids)
+        elif kind is ev.TracingDataEvent:
+            if not self.stats_mode:
+                self.sink.tracepoints.add(parse_tracing_data(e.data))
+        elif kind is ev.FeaturesEvent:
+            f = e.features
+            self.arch_name = features_arch(f, self.arch_name, self.finder)
+            if self.options.kallsyms is None:
+                _kallsyms_from_build_id(self.sink.symbolizer, self.finder, f.build_ids)
+            if not self.stats_mode:
+                self.writer.features(_features_message(f, self.arch_name))
+        elif kind is ev.DataStartEvent:
+            self.sink.set_arch(self.arch_name)  # the ARCH feature, read before any record
+
+    def finish(self, code: int) -> int:
+        """End of input (or of what could be decoded): flush the queue, write the rest."""
+        self.queue.finish()
+        if self.terminal:
+            self.terminal.write("\rperfparser: done" + " " * 10 + "\n" if code == 0 else "\n")
+        self.finder.save_cache()
+        if self.stats_mode:
+            self.out.write(self.queue.stats.render().encode())
+        self.writer.flush()
+        self.out.flush()
+        return code
 
 
-    def set_arch(self, name: str) -> None:
-        """The recorded machine's architecture (`uname -m` style, SEMANTICS §11.5)."""
-        from .unwind.registers import arch_family
+TASK_EVENTS = (ev.ForkEvent, ev.ExitEvent, ev.LostEvent, ev.SwitchEvent)
 
-        family = arch_family(name)
-        self.arch = family or name
-        self.unwinder = None
-        if family in ("x86", "aarch64", "arm"):
-            from .elf.cfi import Cfi
-            from .unwind.dwarf import unwind
 
-            self.unwinder = unwind, Cfi.for_image
+def order_hooks(queue: EventQueue, e) -> None:
+    """What an event outside the queue changes in the queue's flushing mode."""
+    kind = type(e)
+    if kind is ev.AttrEvent:
+        if e.attr.type == TRACEPOINT:
+            queue.tracepoint_registered()
+    elif kind is ev.FeaturesEvent:
+        queue.perf_version(e.features.version)
+
+
+def features_arch(f, arch_name: str, finder) -> str:
+    """The FEATURES section's part in finding and placing files: the recorded build ids go to
+    the finder; returns the architecture name (the ARCH feature when present)."""
+    finder.build_ids.update({fn: bid for _pid, bid, fn in f.build_ids})
+    return f.arch.decode("ascii", "replace") if f.arch else arch_name
 
 
 def run(options, out) -> int:
     """Process one input according to `options`, writing to the binary stream `out`."""
-    from .elf.finder import ElfFinder
-    from .flavour import choose_flavour
+    from . import parallel
     from .perfdata.reader import PerfReader
-    from .protocol import StreamWriter
     from .source import open_source
 
-    stats_mode = options.print_stats
-    # someone at a terminal (not hotspot, which reads stderr through a pipe) sees progress
-    terminal = sys.stderr if sys.stderr is not None and sys.stderr.isatty() else None
-    writer = StreamWriter(out, choose_flavour(options.protocol, os.environ))
-    if not stats_mode:
-        writer.header()
-        writer.flush()
-    emitter = Emitter(writer)
-    attrs = AttributeTable(None if stats_mode else emitter)
-    debug_paths = options.debug
-    if debug_paths is None:
-        debug_paths = options.sysroot + "/usr/lib/debug:" + os.path.expanduser("~/.debug") + ":.debug"
-    finder = ElfFinder(
-        app=options.app,
-        extra=[p for p in options.extra.split(":") if p],
-        sysroot=options.sysroot,
-        debug_paths=[p for p in debug_paths.split(":") if p],
-        build_ids={},
-        use_cache=not options.no_cache,
-    )
-    if not stats_mode:
-        def debuginfo_progress(module: bytes, url: str, numerator: int, denominator: int) -> None:
-            writer.debuginfo_progress(emitter.string(module), emitter.string(url), numerator,
-                                      denominator)
-            writer.flush()  # hotspot shows downloads while they run
-
-        finder.progress = debuginfo_progress
-    sink = Sink(options, emitter, attrs, finder)
-    queue = EventQueue(None if stats_mode else sink, options.buffer_size, options.max_buffer_size)
-    arch_name = options.arch or os.uname().machine  # pipe mode knows no other
-    sink.set_arch(arch_name)
+    r = Run(options, out)
     code = 0
     try:
         source = open_source(options.input, options.host, options.port)
-        reader = PerfReader(source, fused=True)
-        for e in reader.events():
-            kind = type(e)
-            if kind is FusedSample:
-                queue.add_sample(e[2], e[9], e)
-            elif kind is ev.SampleEvent:
-                queue.add(SAMPLE, e.time, e.size, e)
-            elif kind is ev.MmapEvent:
-                queue.add(MMAP, e.time, e.size, e)
-            elif kind is ev.CommEvent:
-                comm_id = -1 if stats_mode else emitter.string(e.comm)
-                queue.add(TASK, e.time, e.size, (e, comm_id))
-            elif kind in (ev.ForkEvent, ev.ExitEvent, ev.LostEvent, ev.SwitchEvent):
-                queue.add(TASK, e.time, e.size, (e,))
-            elif kind is ev.FinishedRoundEvent:
-                queue.finished_round()
-            elif kind is ev.ProgressEvent:
-                if not stats_mode:
-                    writer.progress(e.fraction)
-                if terminal:
-                    terminal.write(f"\rperfparser: reading {e.fraction:6.1%}")
-                    terminal.flush()
-            elif kind is ev.AttrEvent:
-                attrs.register(e.attr, e.name or generated_name(e.attr), e.ids)
-                if e.attr.type == TRACEPOINT:
-                    queue.tracepoint_registered()
-            elif kind is ev.TracingDataEvent:
-                if not stats_mode:
-                    sink.tracepoints.add(parse_tracing_data(e.data))
-            elif kind is ev.FeaturesEvent:
-                f = e.features
-                if f.arch:
-                    arch_name = f.arch.decode("ascii", "replace")
-                finder.build_ids.update({fn: bid for _pid, bid, fn in f.build_ids})
-                if options.kallsyms is None:
-                    _kallsyms_from_build_id(sink.symbolizer, finder, f.build_ids)
-                queue.perf_version(f.version)
-                if not stats_mode:
-                    writer.features(_features_message(f, arch_name))
-            elif kind is ev.DataStartEvent:
-                sink.set_arch(arch_name)  # the ARCH feature, read before any record
+        if parallel.wanted(r, source):
+            code = parallel.run_split(r, source)
+        else:
+            reader_event = r.reader_event
+            for e in PerfReader(source, fused=True).events():
+                reader_event(e)
     except PerfDataError as err:
         print(f"perfparser: {err}", file=sys.stderr)
         code = err.exit_code
-    queue.finish()
-    if terminal:
-        terminal.write("\rperfparser: done" + " " * 10 + "\n" if code == 0 else "\n")
-    finder.save_cache()
-    if stats_mode:
-        out.write(queue.stats.render().encode())
-    writer.flush()
-    out.flush()
-    return code
+    return r.finish(code)
 
 
 def _kallsyms_from_build_id(symbolizer, finder, build_ids) -> None:

@@ -5,7 +5,7 @@ dataclass with its precomputed sample decoding plan, and generated event names (
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
 
 from construct import Check, Computed, Construct, ExprAdapter, IfThenElse, Padding, Struct, this
@@ -217,6 +217,10 @@ class PerfEventAttr:
     sample_max_stack: int = 0
     big_endian: bool = False
     plan: SamplePlan = field(init=False, compare=False, repr=False)
+
+    def __reduce__(self):
+        # plan holds struct.Struct objects, which do not pickle: rebuilt from the fields
+        return PerfEventAttr, tuple(getattr(self, f.name) for f in fields(self) if f.init)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "plan", make_plan(

@@ -1,0 +1,240 @@
+"""Split runs: the pipeline's two halves on two cores.
+
+A forked child reads the input, orders it (EventQueue) and unwinds DWARF stacks against its
+own copy of the address spaces (pipeline.Spaces); this process symbolizes and writes. The
+child forwards, in order, everything the serial path would do with the events in this
+process: the parse-time events and each event the queue hands out (a DWARF sample with its
+unwinding result instead of its stack). They travel through a pipe as marshalled batches of
+plain tuples and are replayed here through the same Run and Sink code, so the output is
+byte-identical to a serial run (tests/test_parallel.py compares them).
+
+Used for regular-file input of at least _MIN_BYTES when two CPUs are available;
+`PERFPARSER_PY_SPLIT=0` turns it off, `=1` forces it (tests). Not for `--print-stats`
+(nothing to split) or with debuginfod configured (downloads would run in both processes).
+The pipe bounds memory: the child blocks while this process is behind.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import pickle
+import struct
+import sys
+
+from .ordering import MMAP, SAMPLE, TASK, EventQueue
+from .perfdata import events as ev
+from .perfdata.attr import SAMPLE_REGS_USER, SAMPLE_STACK_USER
+from .perfdata.errors import PerfDataError
+from .perfdata.fast import FusedSample
+from .pipeline import TASK_EVENTS, Spaces, features_arch, order_hooks
+from .source import FileSource
+
+_MIN_BYTES = 2 << 20  # below this, start-up and symbolizing dominate: nothing to win
+_BATCH = 512  # items per marshalled batch
+_LEN = struct.Struct("<I")
+
+# item tags: (tag, ...) tuples
+FUSED, FULL, MAPPING, TASK_ITEM, COMM, PROGRESS, PARSE, ATTR, VIOLATION, ERROR, CRASH, END = (
+    range(12))
+_TASK_TYPES = (ev.ForkEvent, ev.ExitEvent, ev.CommEvent, ev.LostEvent, ev.SwitchEvent)
+_TASK_CODE = {t: i for i, t in enumerate(_TASK_TYPES)}
+_new = tuple.__new__
+
+
+def wanted(r, source) -> bool:
+    """Whether the run `r` (a pipeline.Run) should be split (see the module docstring)."""
+    switch = os.environ.get("PERFPARSER_PY_SPLIT", "")
+    if (switch == "0" or r.stats_mode or not isinstance(source, FileSource)
+            or r.finder.debuginfod is not None or not hasattr(os, "fork")):
+        return False
+    if switch == "1":
+        return True
+    return len(source.buffer()) >= _MIN_BYTES and len(os.sched_getaffinity(0)) >= 2
+
+
+def run_split(r, source) -> int:
+    """Run the reading half in a child; replay what it forwards into `r` (a pipeline.Run).
+    Returns the exit code of what the input gave (PerfDataError codes); r.finish() follows."""
+    rfd, wfd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child never returns
+        os.close(rfd)
+        _child(r, source, wfd)
+    os.close(wfd)
+    try:
+        with os.fdopen(rfd, "rb", buffering=1 << 16) as pipe:
+            return _replay(r, pipe)
+    finally:
+        os.waitpid(pid, 0)
+
+
+# -- the child: read, order, unwind, forward ---------------------------------------------
+
+class _Forwarder:
+    """The child's queue sink: keeps the address spaces (when samples can carry stacks) and
+    forwards every hand-out as a plain tuple."""
+
+    def __init__(self, items: list, spaces: Spaces) -> None:
+        self.put = items.append
+        self.spaces = spaces
+        self.mirror = True  # False once the attributes show no sample carries a stack
+        self._attrs: dict[int, int] = {}
+        self._attr_objects: list = []  # kept alive: their id()s stay unique
+
+    def mmap(self, e) -> None:
+        if self.mirror:
+            self.spaces.mmap(e)
+        self.put((MAPPING,) + e)
+
+    def task(self, item) -> None:
+        if self.mirror:
+            self.spaces.task(item)
+        e = item[0]
+        self.put((TASK_ITEM, _TASK_CODE[type(e)]) + e)
+
+    def sample(self, e) -> None:
+        if type(e) is FusedSample:
+            self.put((FUSED,) + e)
+            return
+        outcome = None
+        if self.mirror:
+            spaces = self.spaces
+            outcome = spaces.unwind_outcome(e, spaces.session.process(e.pid))
+        raw = None if e.raw is None else bytes(e.raw)
+        self.put((FULL, self._attr(e.attr), outcome)
+                 + e._replace(raw=raw, stack=None)[1:])
+
+    def time_order_violation(self, time: int, max_time: int) -> None:
+        self.put((VIOLATION, time, max_time))
+
+    def _attr(self, attr) -> int:
+        index = self._attrs.get(id(attr))
+        if index is None:
+            index = self._attrs[id(attr)] = len(self._attr_objects)
+            self._attr_objects.append(attr)
+            self.put((ATTR, pickle.dumps(attr)))
+        return index
+
+
+def _child(r, source, wfd: int) -> None:
+    code = 0
+    pipe = os.fdopen(wfd, "wb", buffering=1 << 16)
+    items: list = []
+
+    def send() -> None:
+        blob = marshal.dumps(items)
+        pipe.write(_LEN.pack(len(blob)))
+        pipe.write(blob)
+        items.clear()
+
+    try:
+        _read(r, source, items, send)
+        items.append((END,))
+        send()
+        pipe.flush()
+    except BrokenPipeError:
+        pass  # the parent is gone (its output consumer went away): nothing to tell
+    except BaseException as exc:  # noqa: BLE001 - the parent reports it as an internal error
+        code = 1
+        try:
+            items[:] = [(CRASH, f"{type(exc).__name__}: {exc}")]
+            send()
+            pipe.flush()
+        except BaseException:  # noqa: BLE001, S110 - the parent reports the missing end
+            pass
+    os._exit(code)
+
+
+def _read(r, source, items: list, send) -> None:
+    from .perfdata.reader import PerfReader
+
+    options = r.options
+    r.finder.progress = None
+    spaces = Spaces(options, r.finder)
+    arch_name = r.arch_name
+    spaces.set_arch(arch_name)
+    fwd = _Forwarder(items, spaces)
+    attrs_seen = []
+    queue = EventQueue(fwd, options.buffer_size, options.max_buffer_size)
+    put = items.append
+    try:
+        for e in PerfReader(source, fused=True).events():
+            kind = type(e)
+            if kind is FusedSample:
+                queue.add_sample(e[2], e[9], e)
+            elif kind is ev.SampleEvent:
+                queue.add(SAMPLE, e.time, e.size, e)
+            elif kind is ev.MmapEvent:
+                queue.add(MMAP, e.time, e.size, e)
+            elif kind is ev.CommEvent:
+                put((COMM, e.comm))
+                queue.add(TASK, e.time, e.size, (e, -1))
+            elif kind in TASK_EVENTS:
+                queue.add(TASK, e.time, e.size, (e,))
+            elif kind is ev.FinishedRoundEvent:
+                queue.finished_round()
+            elif kind is ev.ProgressEvent:
+                put((PROGRESS, e.fraction))
+            else:
+                order_hooks(queue, e)
+                if kind is ev.FeaturesEvent:
+                    arch_name = features_arch(e.features, arch_name, spaces.finder)
+                elif kind is ev.DataStartEvent:
+                    # file mode: every attribute is known before the first record
+                    spaces.set_arch(arch_name)
+                    fwd.mirror = any(a.sample_type & (SAMPLE_REGS_USER | SAMPLE_STACK_USER)
+                                     for a in attrs_seen)
+                if kind is ev.AttrEvent:
+                    attrs_seen.append(e.attr)
+                put((PARSE, pickle.dumps(e)))
+            if len(items) >= _BATCH:
+                send()
+    except PerfDataError as err:
+        put((ERROR, str(err), err.exit_code))
+    queue.finish()
+
+
+# -- this process: replay -----------------------------------------------------------------
+
+def _replay(r, pipe) -> int:
+    sink = r.sink
+    sample, full, mmap, task = sink.sample, sink.full_sample, sink.mmap, sink.task
+    comm_string = r.comm_string
+    attrs: list = []
+    code = 0
+    while True:
+        head = pipe.read(4)
+        blob = pipe.read(_LEN.unpack(head)[0]) if len(head) == 4 else b""
+        if not blob:
+            raise RuntimeError("the reading process ended unexpectedly")
+        for item in marshal.loads(blob):
+            tag = item[0]
+            if tag == FUSED:
+                sample(item[1:])
+            elif tag == FULL:
+                full(_new(ev.SampleEvent, (attrs[item[1]],) + item[3:]), item[2], True)
+            elif tag == MAPPING:
+                mmap(_new(ev.MmapEvent, item[1:]))
+            elif tag == TASK_ITEM:
+                e = _new(_TASK_TYPES[item[1]], item[2:])
+                task((e, comm_string(e.comm)) if type(e) is ev.CommEvent else (e,))
+            elif tag == COMM:
+                comm_string(item[1])
+            elif tag == PROGRESS:
+                r.parse_event(ev.ProgressEvent(item[1]))
+            elif tag == PARSE:
+                r.parse_event(pickle.loads(item[1]))
+            elif tag == ATTR:
+                attrs.append(pickle.loads(item[1]))
+            elif tag == VIOLATION:
+                sink.time_order_violation(item[1], item[2])
+            elif tag == ERROR:
+                print(f"perfparser: {item[1]}", file=sys.stderr)
+                code = item[2]
+            elif tag == CRASH:
+                raise RuntimeError(f"in the reading process: {item[1]}")
+            elif tag == END:
+                return code
