@@ -23,7 +23,10 @@ _TAG_SKELETON_UNIT = 0x4A
 _TAG_SUBPROGRAM = 0x2E
 _TAG_INLINED = 0x1D
 _TAG_LEXICAL_BLOCK = 0x0B
+# Types (array, class, enumeration, structure, subroutine, union): subtrees without scopes.
+_TYPE_TAGS = frozenset((0x01, 0x02, 0x04, 0x13, 0x15, 0x17))
 # Attributes
+_AT_SIBLING = 0x01
 _AT_NAME = 0x03
 _AT_STMT_LIST = 0x10
 _AT_LOW_PC = 0x11
@@ -108,7 +111,7 @@ class _Cu:
 
     __slots__ = ("offset", "end", "version", "addr_size", "off_size", "abbrev_off", "first_die",
                  "abbrevs", "top", "comp_dir", "low_pc", "addr_base", "str_offsets_base",
-                 "rnglists_base", "ranges", "stmt_list", "walked", "subprograms", "nodes", "parents",
+                 "rnglists_base", "ranges", "stmt_list", "walked", "subprograms", "nodes", "pending",
                  "dirs", "files", "lines", "line_addrs", "skips")
 
     def __init__(self) -> None:
@@ -131,6 +134,7 @@ class DwarfInfo:
     def __init__(self, secs: dict[str, memoryview], little: bool) -> None:
         self._s = secs
         self._e = "<" if little else ">"
+        self._byteorder = "little" if little else "big"
         self._cus: list[_Cu] | None = None
         self._cu_offsets: list[int] = []
         self._index: tuple[list[int], list[int], list[_Cu]] | None = None
@@ -677,20 +681,41 @@ class DwarfInfo:
         """One pass over a unit's DIEs: top-level subprograms with their ranges, the
         inlined/lexical scope nodes under each, and parents of scope-like DIEs. The
         attributes of the other DIEs (types, variables, parameters, ...) are skipped, not
-        decoded."""
+        decoded.
+
+        A profile touches few of a unit's functions, and most of a unit's bytes are types
+        and declarations, so the pass jumps over a subtree whose DW_AT_sibling says where it
+        ends when the subtree is a subprogram's (walked when an address falls into it) or a
+        type's or declaration's (holding no scopes; walked only when a parent inside it is
+        asked for). Compilers put no inlined or lexical scope and no subprogram with code
+        inside a type or a declaration."""
         if cu.walked:
             return
         cu.walked = True
         cu.subprograms = []
         cu.nodes = {}
+        cu.pending = {}
+        self._walk_dies(cu, cu.first_die, cu.end, [])
+
+    def _walk_pending(self, cu: _Cu, off: int) -> None:
+        """Walk the subtree of the DIE at `off` that a walk jumped over (once); it may jump
+        the subtrees inside in turn."""
+        pending = cu.pending.pop(off, None)
+        if pending is not None:
+            start, end, stack = pending
+            self._walk_dies(cu, start, end, stack)
+
+    def _walk_dies(self, cu: _Cu, pos: int, end: int,
+                   stack: list[tuple[int, int, int]]) -> None:
+        """The walk from `pos` to `end` with `stack` the open DIEs with children:
+        (offset, subprogram offset | 0 none | -1 nested, node index). One long loop: it runs
+        for every DIE a profile reaches."""
         parents = self._parents
-        # open DIEs with children: (offset, subprogram offset | 0 none | -1 nested, node index)
-        stack: list[tuple[int, int, int]] = []
-        pos = cu.first_die
-        end = cu.end
         read = self._read_die
         skips = self._skips(cu)
         info = self._s["info"]
+        unit_end = cu.end
+        base = cu.offset
         while pos < end:
             off = pos
             code = info[pos]
@@ -705,17 +730,23 @@ class DwarfInfo:
             entry = skips.get(code)
             if entry is None:
                 raise DwarfError("unknown abbreviation")
-            tag, children, plan = entry
+            tag, children, plan, sibling_at = entry
             if stack:
                 parent_off, sub, node = stack[-1]
             else:
                 parent_off, sub, node = -1, 0, -1
+            sibling = None
             if plan is None or (tag == _TAG_SUBPROGRAM and sub == 0) or (
                     sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK)):
                 tag, children, attrs, pos = read(cu, off)
+                if tag == _TAG_SUBPROGRAM:
+                    sibling = attrs.get(_AT_SIBLING)
             else:
+                if sibling_at is not None and tag in _TYPE_TAGS:
+                    sibling = base + int.from_bytes(info[pos + sibling_at:pos + sibling_at + 4],
+                                                    self._byteorder)
                 pos = self._skip(plan, info, pos)
-                if pos > end:
+                if pos > unit_end:
                     raise DwarfError("DIE overruns its unit")
                 attrs = None
             if parent_off >= 0 and (children or tag == _TAG_SUBPROGRAM or tag == _TAG_INLINED):
@@ -740,10 +771,15 @@ class DwarfInfo:
             if children:
                 if len(stack) >= _MAX_DEPTH:
                     raise DwarfError("DIE tree too deep")
+                if type(sibling) is int and pos < sibling <= end:
+                    cu.pending[off] = (pos, sibling, stack + [(off, sub, node)])
+                    pos = sibling
+                    continue
                 stack.append((off, sub, node))
 
-    def _skips(self, cu: _Cu) -> dict[int, tuple[int, bool, tuple | None]]:
-        """abbreviation code -> (tag, has children, skip plan or None to decode fully).
+    def _skips(self, cu: _Cu) -> dict[int, tuple[int, bool, tuple | None, int | None]]:
+        """abbreviation code -> (tag, has children, skip plan or None to decode fully,
+        position of a DW_FORM_ref4 DW_AT_sibling among the fixed-size leading values).
 
         A plan is ((fixed bytes, variable-length form or 0), ...) for the unit's sizes;
         DW_FORM_indirect and unknown forms get None, so they fail as in _read_die."""
@@ -755,7 +791,10 @@ class DwarfInfo:
         for code, (tag, children, specs, _flags) in self._abbrevs(cu).items():
             plan: list[tuple[int, int]] | None = []
             fixed = 0
-            for _attr, form, _implicit in specs:
+            sibling_at = None
+            for attr, form, _implicit in specs:
+                if attr == _AT_SIBLING and form == 0x13 and not plan:
+                    sibling_at = fixed
                 size = _FIXED_FORMS.get(form)
                 if size is None:
                     if form == 0x01:
@@ -774,7 +813,7 @@ class DwarfInfo:
                 fixed += size
             if plan is not None:
                 plan.append((fixed, 0))
-            out[code] = (tag, children, None if plan is None else tuple(plan))
+            out[code] = (tag, children, None if plan is None else tuple(plan), sibling_at)
         cu.skips = out
         return out
 
@@ -819,7 +858,15 @@ class DwarfInfo:
         if cu is None:
             return None
         self._walk(cu)
-        return self._parents.get(off)
+        parent = self._parents.get(off)
+        while parent is None:  # maybe inside a subtree a walk jumped over
+            hit = next((o for o, (start, end, _) in cu.pending.items() if start <= off < end),
+                       None)
+            if hit is None:
+                break
+            self._walk_pending(cu, hit)
+            parent = self._parents.get(off)
+        return parent
 
     def _origin_chain(self, off: int) -> list[int]:
         """`off` followed by its DW_AT_abstract_origin / DW_AT_specification targets."""
@@ -912,6 +959,7 @@ class DwarfInfo:
         sub = next((o for o, ranges in cu.subprograms if _contains(ranges, addr)), None)
         if sub is None:
             return None
+        self._walk_pending(cu, sub)
         included: list[bool] = []
         chain = []
         for off, parent, ranges, inlined in cu.nodes[sub]:
