@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_right
+from functools import lru_cache
 
 from .leb128 import sleb, uleb
 
@@ -215,13 +216,19 @@ class DwarfInfo:
         return struct.unpack_from(self._e + fmt, data, pos)[0]
 
     def _cstr(self, data, pos: int) -> tuple[bytes, int]:
-        end = pos
+        # Every file name of every line table comes through here: the NUL is searched by
+        # bytes.find over growing chunks rather than byte by byte.
         n = len(data)
-        while end < n and data[end]:
-            end += 1
-        if end >= n:
-            raise DwarfError("unterminated string")
-        return bytes(data[pos:end]), end + 1
+        at = pos
+        step = 64
+        while at < n:
+            hit = bytes(data[at:at + step]).find(0)
+            if hit >= 0:
+                end = at + hit
+                return bytes(data[pos:end]), end + 1
+            at += step
+            step *= 4
+        raise DwarfError("unterminated string")
 
     def _str_at(self, sec: str, off: int) -> bytes:
         data = self._s.get(sec)
@@ -1022,8 +1029,8 @@ class DwarfInfo:
         i = bisect_right(cu.line_addrs, addr) - 1
         if i < 0:
             return None
-        file, line, column, end_seq = cu.lines[i]
-        if end_seq:
+        _, in_sequence, _, file, line, column = cu.lines[i]
+        if not in_sequence:  # an end_sequence row
             return None
         path = self._file_path(cu, file)
         if path is None:
@@ -1062,7 +1069,7 @@ class DwarfInfo:
         # otherwise program order.
         rows.sort()
         cu.line_addrs = [r[0] for r in rows]
-        cu.lines = [(r[3], r[4], r[5], r[1] == 0) for r in rows]
+        cu.lines = rows
 
     def _line_header_entries(self, cu: _Cu, data, pos: int) -> tuple[list, int]:
         """DWARF 5 directory/file entry list: ([(path, directory index)], next position)."""
@@ -1161,15 +1168,45 @@ class DwarfInfo:
                 addr += min_inst * ((op_index + operation) // max_ops)
                 op_index = (op_index + operation) % max_ops
 
+        # This loop runs for every row of every line table a profile hits: special opcodes
+        # (most of a program) step by table lookups when max_ops is 1 (all but VLIW), and
+        # the frequent set_column / advance_line read one-byte LEB128 operands inline.
+        addr_step, line_step = _special_steps(opcode_base, line_range, min_inst, line_base)
+        simple = max_ops == 1
         while pos < end:
             op = data[pos]
             pos += 1
             if op >= opcode_base:
-                adj = op - opcode_base
-                advance(adj // line_range)
-                line += line_base + adj % line_range
+                if simple:
+                    addr += addr_step[op]
+                else:
+                    advance((op - opcode_base) // line_range)
+                line += line_step[op]
                 rows.append((addr, 1, seq, file, line, column))
                 seq += 1
+            elif op == 5:
+                column = data[pos]
+                if column < 0x80:
+                    pos += 1
+                else:
+                    column, pos = uleb(data, pos)
+            elif op == 1:  # copy
+                rows.append((addr, 1, seq, file, line, column))
+                seq += 1
+            elif op == 3:
+                v = data[pos]
+                if v < 0x40:
+                    pos += 1
+                    line += v
+                elif v < 0x80:
+                    pos += 1
+                    line += v - 0x80
+                else:
+                    v, pos = sleb(data, pos)
+                    line += v
+            elif op == 2:
+                v, pos = uleb(data, pos)
+                advance(v)
             elif op == 0:
                 n, pos = uleb(data, pos)
                 sub_end = pos + n
@@ -1189,19 +1226,8 @@ class DwarfInfo:
                     d, _ = uleb(data, p)
                     cu.files.append((name, d))
                 pos = sub_end
-            elif op == 1:  # copy
-                rows.append((addr, 1, seq, file, line, column))
-                seq += 1
-            elif op == 2:
-                v, pos = uleb(data, pos)
-                advance(v)
-            elif op == 3:
-                v, pos = sleb(data, pos)
-                line += v
             elif op == 4:
                 file, pos = uleb(data, pos)
-            elif op == 5:
-                column, pos = uleb(data, pos)
             elif op == 8:  # const_add_pc
                 advance((255 - opcode_base) // line_range)
             elif op == 9:  # fixed_advance_pc
@@ -1278,6 +1304,16 @@ class RecordedDwarf:
 
 
 _MISSING = object()
+
+
+@lru_cache(maxsize=64)
+def _special_steps(opcode_base: int, line_range: int, min_inst: int,
+                   line_base: int) -> tuple[list[int], list[int]]:
+    """Address and line advance of each special opcode (max_ops 1), indexed by opcode;
+    units share a few headers, so the tables are built once per header."""
+    specials = range(opcode_base, 256)
+    return ([0] * opcode_base + [min_inst * ((op - opcode_base) // line_range) for op in specials],
+            [0] * opcode_base + [line_base + (op - opcode_base) % line_range for op in specials])
 
 
 def _pack_scope(s: Scope) -> tuple:
