@@ -650,11 +650,10 @@ class DwarfInfo:
                     return {}
                 pair = 2 * addr_size
                 pos = off + -(-(pos - off) // pair) * pair  # tuples are aligned to their size
-                fmt = struct.Struct(e + ("QQ" if addr_size == 8 else "II"))
                 ranges = out.setdefault(cu_off, [])
-                while pos + pair <= end:
-                    lo, size = fmt.unpack_from(data, pos)
-                    pos += pair
+                stop = pos + max(0, end - pos) // pair * pair
+                for lo, size in struct.iter_unpack(e + ("QQ" if addr_size == 8 else "II"),
+                                                   data[pos:stop]):
                     if lo == 0 and size == 0:
                         break
                     if size:
