@@ -136,9 +136,10 @@ class DwarfInfo:
         self._s = secs
         self._e = "<" if little else ">"
         self._byteorder = "little" if little else "big"
-        self._cus: list[_Cu] | None = None
-        self._cu_offsets: list[int] = []
-        self._index: tuple[list[int], list[int], list[_Cu]] | None = None
+        self._unit_offsets: list[int] | None = None
+        self._headers: dict[int, tuple[int, int, int, int, int, int]] = {}
+        self._cus: dict[int, _Cu] = {}
+        self._index: tuple[list[int], list[int], list[int]] | None = None
         self._dies: dict[int, tuple[int, bool, dict, int]] = {}
         self._names: dict[int, str | None] = {}
         self._scopes: dict[int, tuple[Scope, list[Scope]] | None] = {}
@@ -238,55 +239,69 @@ class DwarfInfo:
 
     # ------------------------------------------------------------------- units
 
-    def _units(self) -> list[_Cu]:
-        if self._cus is not None:
-            return self._cus
-        cus: list[_Cu] = []
+    def _units(self) -> list[int]:
+        """Section offsets of the usable units (compile, partial, skeleton, split compile
+        with a known address size), in section order. The headers are kept as tuples and a
+        unit becomes a _Cu when first used (_unit): a profile touches few of libc's ~2000."""
+        if self._unit_offsets is not None:
+            return self._unit_offsets
+        headers = self._headers
         info = self._s["info"]
+        n = len(info)
+        e = self._e
+        u16 = struct.Struct(e + "H").unpack_from
+        u32 = struct.Struct(e + "I").unpack_from
+        u64 = struct.Struct(e + "Q").unpack_from
         off = 0
         try:
-            while off + 11 <= len(info):
-                cu = _Cu()
-                cu.offset = off
-                length = self._u("I", info, off)
+            while off + 11 <= n:
+                (length,) = u32(info, off)
                 pos = off + 4
-                cu.off_size = 4
+                off_size = 4
                 if length == 0xFFFFFFFF:
-                    length = self._u("Q", info, pos)
+                    (length,) = u64(info, pos)
                     pos += 8
-                    cu.off_size = 8
-                cu.end = pos + length
-                if length == 0 or cu.end > len(info):
+                    off_size = 8
+                end = pos + length
+                if length == 0 or end > n:
                     break
-                cu.version = self._u("H", info, pos)
+                (version,) = u16(info, pos)
                 pos += 2
                 unit_type = 1
-                if cu.version >= 5:
+                if version >= 5:
                     unit_type = info[pos]
-                    cu.addr_size = info[pos + 1]
+                    addr_size = info[pos + 1]
                     pos += 2
-                    cu.abbrev_off = self._u("I" if cu.off_size == 4 else "Q", info, pos)
-                    pos += cu.off_size
+                    (abbrev_off,) = (u32 if off_size == 4 else u64)(info, pos)
+                    pos += off_size
                     if unit_type in (4, 5):  # skeleton / split compile: dwo id
                         pos += 8
                     elif unit_type in (2, 6):  # type units: signature + type offset
-                        pos += 8 + cu.off_size
-                elif 2 <= cu.version <= 4:
-                    cu.abbrev_off = self._u("I" if cu.off_size == 4 else "Q", info, pos)
-                    cu.addr_size = info[pos + cu.off_size]
-                    pos += cu.off_size + 1
+                        pos += 8 + off_size
+                elif 2 <= version <= 4:
+                    (abbrev_off,) = (u32 if off_size == 4 else u64)(info, pos)
+                    addr_size = info[pos + off_size]
+                    pos += off_size + 1
                 else:
-                    off = cu.end
+                    off = end
                     continue
-                cu.first_die = pos
-                if unit_type in (1, 3, 4, 5) and cu.addr_size in (2, 4, 8):
-                    cus.append(cu)
-                off = cu.end
+                if unit_type in (1, 3, 4, 5) and addr_size in (2, 4, 8):
+                    headers[off] = (end, version, addr_size, off_size, abbrev_off, pos)
+                off = end
         except (IndexError, struct.error):
             pass
-        self._cus = cus
-        self._cu_offsets = [c.offset for c in cus]
-        return cus
+        self._unit_offsets = list(headers)
+        return self._unit_offsets
+
+    def _unit(self, off: int) -> _Cu:
+        """The unit whose header _units found at `off`."""
+        cu = self._cus.get(off)
+        if cu is None:
+            cu = self._cus[off] = _Cu()
+            cu.offset = off
+            cu.end, cu.version, cu.addr_size, cu.off_size, cu.abbrev_off, cu.first_die = (
+                self._headers[off])
+        return cu
 
     def _abbrevs(self, cu: _Cu) -> dict:
         if cu.abbrevs is not None:
@@ -591,7 +606,7 @@ class DwarfInfo:
 
     # -------------------------------------------------------------- CU lookup
 
-    def _cu_index(self) -> tuple[list[int], list[int], list[_Cu]]:
+    def _cu_index(self) -> tuple[list[int], list[int], list[int]]:
         """Address ranges -> unit. Units listed in .debug_aranges (as elfutils looks them up)
         keep their unit DIE undecoded until an address falls into them: decoding every unit
         DIE of a libc with debug info costs more than parsing the rest of a small profile."""
@@ -599,19 +614,19 @@ class DwarfInfo:
             return self._index
         aranges = self._aranges()
         entries = []
-        for cu in self._units():
-            listed = aranges.get(cu.offset)
+        for off in self._units():
+            listed = aranges.get(off)
             if listed is not None:
-                entries.extend((lo, hi, cu.offset) for lo, hi in listed)
+                entries.extend((lo, hi, off) for lo, hi in listed)
                 continue
+            cu = self._unit(off)
             if not self._top_usable(cu):
                 continue
             for lo, hi in cu.ranges:
-                entries.append((lo, hi, cu.offset))
+                entries.append((lo, hi, off))
         entries.sort()
-        by_off = {cu.offset: cu for cu in self._cus or ()}
         self._index = ([e[0] for e in entries], [e[1] for e in entries],
-                       [by_off[e[2]] for e in entries])
+                       [e[2] for e in entries])
         return self._index
 
     def _top_usable(self, cu: _Cu) -> bool:
@@ -664,19 +679,21 @@ class DwarfInfo:
         return out
 
     def _cu_for(self, addr: int) -> _Cu | None:
-        starts, ends, cus = self._cu_index()
+        starts, ends, offsets = self._cu_index()
         i = bisect_right(starts, addr) - 1
         for j in range(i, max(i - 8, -1), -1):
-            if addr < ends[j] and self._top_usable(cus[j]):
-                return cus[j]
+            if addr < ends[j]:
+                cu = self._unit(offsets[j])
+                if self._top_usable(cu):
+                    return cu
         return None
 
     def _cu_of_offset(self, off: int) -> _Cu | None:
-        cus = self._units()
-        i = bisect_right(self._cu_offsets, off) - 1
-        if i < 0 or off >= cus[i].end:
+        offsets = self._units()
+        i = bisect_right(offsets, off) - 1
+        if i < 0 or off >= self._headers[offsets[i]][0]:
             return None
-        cu = cus[i]
+        cu = self._unit(offsets[i])
         if cu.ranges is None:
             self._cu_top(cu)
         return cu
