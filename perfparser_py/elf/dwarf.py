@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_right
+from functools import lru_cache
 
 from .leb128 import sleb, uleb
 
@@ -23,7 +24,10 @@ _TAG_SKELETON_UNIT = 0x4A
 _TAG_SUBPROGRAM = 0x2E
 _TAG_INLINED = 0x1D
 _TAG_LEXICAL_BLOCK = 0x0B
+# Types (array, class, enumeration, structure, subroutine, union): subtrees without scopes.
+_TYPE_TAGS = frozenset((0x01, 0x02, 0x04, 0x13, 0x15, 0x17))
 # Attributes
+_AT_SIBLING = 0x01
 _AT_NAME = 0x03
 _AT_STMT_LIST = 0x10
 _AT_LOW_PC = 0x11
@@ -108,7 +112,7 @@ class _Cu:
 
     __slots__ = ("offset", "end", "version", "addr_size", "off_size", "abbrev_off", "first_die",
                  "abbrevs", "top", "comp_dir", "low_pc", "addr_base", "str_offsets_base",
-                 "rnglists_base", "ranges", "stmt_list", "walked", "subprograms", "nodes", "parents",
+                 "rnglists_base", "ranges", "stmt_list", "walked", "subprograms", "nodes", "pending",
                  "dirs", "files", "lines", "line_addrs", "skips")
 
     def __init__(self) -> None:
@@ -131,9 +135,11 @@ class DwarfInfo:
     def __init__(self, secs: dict[str, memoryview], little: bool) -> None:
         self._s = secs
         self._e = "<" if little else ">"
-        self._cus: list[_Cu] | None = None
-        self._cu_offsets: list[int] = []
-        self._index: tuple[list[int], list[int], list[_Cu]] | None = None
+        self._byteorder = "little" if little else "big"
+        self._unit_offsets: list[int] | None = None
+        self._headers: dict[int, tuple[int, int, int, int, int, int]] = {}
+        self._cus: dict[int, _Cu] = {}
+        self._index: tuple[list[int], list[int], list[int]] | None = None
         self._dies: dict[int, tuple[int, bool, dict, int]] = {}
         self._names: dict[int, str | None] = {}
         self._scopes: dict[int, tuple[Scope, list[Scope]] | None] = {}
@@ -211,13 +217,19 @@ class DwarfInfo:
         return struct.unpack_from(self._e + fmt, data, pos)[0]
 
     def _cstr(self, data, pos: int) -> tuple[bytes, int]:
-        end = pos
+        # Every file name of every line table comes through here: the NUL is searched by
+        # bytes.find over growing chunks rather than byte by byte.
         n = len(data)
-        while end < n and data[end]:
-            end += 1
-        if end >= n:
-            raise DwarfError("unterminated string")
-        return bytes(data[pos:end]), end + 1
+        at = pos
+        step = 64
+        while at < n:
+            hit = bytes(data[at:at + step]).find(0)
+            if hit >= 0:
+                end = at + hit
+                return bytes(data[pos:end]), end + 1
+            at += step
+            step *= 4
+        raise DwarfError("unterminated string")
 
     def _str_at(self, sec: str, off: int) -> bytes:
         data = self._s.get(sec)
@@ -227,55 +239,69 @@ class DwarfInfo:
 
     # ------------------------------------------------------------------- units
 
-    def _units(self) -> list[_Cu]:
-        if self._cus is not None:
-            return self._cus
-        cus: list[_Cu] = []
+    def _units(self) -> list[int]:
+        """Section offsets of the usable units (compile, partial, skeleton, split compile
+        with a known address size), in section order. The headers are kept as tuples and a
+        unit becomes a _Cu when first used (_unit): a profile touches few of libc's ~2000."""
+        if self._unit_offsets is not None:
+            return self._unit_offsets
+        headers = self._headers
         info = self._s["info"]
+        n = len(info)
+        e = self._e
+        u16 = struct.Struct(e + "H").unpack_from
+        u32 = struct.Struct(e + "I").unpack_from
+        u64 = struct.Struct(e + "Q").unpack_from
         off = 0
         try:
-            while off + 11 <= len(info):
-                cu = _Cu()
-                cu.offset = off
-                length = self._u("I", info, off)
+            while off + 11 <= n:
+                (length,) = u32(info, off)
                 pos = off + 4
-                cu.off_size = 4
+                off_size = 4
                 if length == 0xFFFFFFFF:
-                    length = self._u("Q", info, pos)
+                    (length,) = u64(info, pos)
                     pos += 8
-                    cu.off_size = 8
-                cu.end = pos + length
-                if length == 0 or cu.end > len(info):
+                    off_size = 8
+                end = pos + length
+                if length == 0 or end > n:
                     break
-                cu.version = self._u("H", info, pos)
+                (version,) = u16(info, pos)
                 pos += 2
                 unit_type = 1
-                if cu.version >= 5:
+                if version >= 5:
                     unit_type = info[pos]
-                    cu.addr_size = info[pos + 1]
+                    addr_size = info[pos + 1]
                     pos += 2
-                    cu.abbrev_off = self._u("I" if cu.off_size == 4 else "Q", info, pos)
-                    pos += cu.off_size
+                    (abbrev_off,) = (u32 if off_size == 4 else u64)(info, pos)
+                    pos += off_size
                     if unit_type in (4, 5):  # skeleton / split compile: dwo id
                         pos += 8
                     elif unit_type in (2, 6):  # type units: signature + type offset
-                        pos += 8 + cu.off_size
-                elif 2 <= cu.version <= 4:
-                    cu.abbrev_off = self._u("I" if cu.off_size == 4 else "Q", info, pos)
-                    cu.addr_size = info[pos + cu.off_size]
-                    pos += cu.off_size + 1
+                        pos += 8 + off_size
+                elif 2 <= version <= 4:
+                    (abbrev_off,) = (u32 if off_size == 4 else u64)(info, pos)
+                    addr_size = info[pos + off_size]
+                    pos += off_size + 1
                 else:
-                    off = cu.end
+                    off = end
                     continue
-                cu.first_die = pos
-                if unit_type in (1, 3, 4, 5) and cu.addr_size in (2, 4, 8):
-                    cus.append(cu)
-                off = cu.end
+                if unit_type in (1, 3, 4, 5) and addr_size in (2, 4, 8):
+                    headers[off] = (end, version, addr_size, off_size, abbrev_off, pos)
+                off = end
         except (IndexError, struct.error):
             pass
-        self._cus = cus
-        self._cu_offsets = [c.offset for c in cus]
-        return cus
+        self._unit_offsets = list(headers)
+        return self._unit_offsets
+
+    def _unit(self, off: int) -> _Cu:
+        """The unit whose header _units found at `off`."""
+        cu = self._cus.get(off)
+        if cu is None:
+            cu = self._cus[off] = _Cu()
+            cu.offset = off
+            cu.end, cu.version, cu.addr_size, cu.off_size, cu.abbrev_off, cu.first_die = (
+                self._headers[off])
+        return cu
 
     def _abbrevs(self, cu: _Cu) -> dict:
         if cu.abbrevs is not None:
@@ -580,7 +606,7 @@ class DwarfInfo:
 
     # -------------------------------------------------------------- CU lookup
 
-    def _cu_index(self) -> tuple[list[int], list[int], list[_Cu]]:
+    def _cu_index(self) -> tuple[list[int], list[int], list[int]]:
         """Address ranges -> unit. Units listed in .debug_aranges (as elfutils looks them up)
         keep their unit DIE undecoded until an address falls into them: decoding every unit
         DIE of a libc with debug info costs more than parsing the rest of a small profile."""
@@ -588,19 +614,19 @@ class DwarfInfo:
             return self._index
         aranges = self._aranges()
         entries = []
-        for cu in self._units():
-            listed = aranges.get(cu.offset)
+        for off in self._units():
+            listed = aranges.get(off)
             if listed is not None:
-                entries.extend((lo, hi, cu.offset) for lo, hi in listed)
+                entries.extend((lo, hi, off) for lo, hi in listed)
                 continue
+            cu = self._unit(off)
             if not self._top_usable(cu):
                 continue
             for lo, hi in cu.ranges:
-                entries.append((lo, hi, cu.offset))
+                entries.append((lo, hi, off))
         entries.sort()
-        by_off = {cu.offset: cu for cu in self._cus or ()}
         self._index = ([e[0] for e in entries], [e[1] for e in entries],
-                       [by_off[e[2]] for e in entries])
+                       [e[2] for e in entries])
         return self._index
 
     def _top_usable(self, cu: _Cu) -> bool:
@@ -639,11 +665,10 @@ class DwarfInfo:
                     return {}
                 pair = 2 * addr_size
                 pos = off + -(-(pos - off) // pair) * pair  # tuples are aligned to their size
-                fmt = struct.Struct(e + ("QQ" if addr_size == 8 else "II"))
                 ranges = out.setdefault(cu_off, [])
-                while pos + pair <= end:
-                    lo, size = fmt.unpack_from(data, pos)
-                    pos += pair
+                stop = pos + max(0, end - pos) // pair * pair
+                for lo, size in struct.iter_unpack(e + ("QQ" if addr_size == 8 else "II"),
+                                                   data[pos:stop]):
                     if lo == 0 and size == 0:
                         break
                     if size:
@@ -654,19 +679,21 @@ class DwarfInfo:
         return out
 
     def _cu_for(self, addr: int) -> _Cu | None:
-        starts, ends, cus = self._cu_index()
+        starts, ends, offsets = self._cu_index()
         i = bisect_right(starts, addr) - 1
         for j in range(i, max(i - 8, -1), -1):
-            if addr < ends[j] and self._top_usable(cus[j]):
-                return cus[j]
+            if addr < ends[j]:
+                cu = self._unit(offsets[j])
+                if self._top_usable(cu):
+                    return cu
         return None
 
     def _cu_of_offset(self, off: int) -> _Cu | None:
-        cus = self._units()
-        i = bisect_right(self._cu_offsets, off) - 1
-        if i < 0 or off >= cus[i].end:
+        offsets = self._units()
+        i = bisect_right(offsets, off) - 1
+        if i < 0 or off >= self._headers[offsets[i]][0]:
             return None
-        cu = cus[i]
+        cu = self._unit(offsets[i])
         if cu.ranges is None:
             self._cu_top(cu)
         return cu
@@ -677,20 +704,41 @@ class DwarfInfo:
         """One pass over a unit's DIEs: top-level subprograms with their ranges, the
         inlined/lexical scope nodes under each, and parents of scope-like DIEs. The
         attributes of the other DIEs (types, variables, parameters, ...) are skipped, not
-        decoded."""
+        decoded.
+
+        A profile touches few of a unit's functions, and most of a unit's bytes are types
+        and declarations, so the pass jumps over a subtree whose DW_AT_sibling says where it
+        ends when the subtree is a subprogram's (walked when an address falls into it) or a
+        type's or declaration's (holding no scopes; walked only when a parent inside it is
+        asked for). Compilers put no inlined or lexical scope and no subprogram with code
+        inside a type or a declaration."""
         if cu.walked:
             return
         cu.walked = True
         cu.subprograms = []
         cu.nodes = {}
+        cu.pending = {}
+        self._walk_dies(cu, cu.first_die, cu.end, [])
+
+    def _walk_pending(self, cu: _Cu, off: int) -> None:
+        """Walk the subtree of the DIE at `off` that a walk jumped over (once); it may jump
+        the subtrees inside in turn."""
+        pending = cu.pending.pop(off, None)
+        if pending is not None:
+            start, end, stack = pending
+            self._walk_dies(cu, start, end, stack)
+
+    def _walk_dies(self, cu: _Cu, pos: int, end: int,
+                   stack: list[tuple[int, int, int]]) -> None:
+        """The walk from `pos` to `end` with `stack` the open DIEs with children:
+        (offset, subprogram offset | 0 none | -1 nested, node index). One long loop: it runs
+        for every DIE a profile reaches."""
         parents = self._parents
-        # open DIEs with children: (offset, subprogram offset | 0 none | -1 nested, node index)
-        stack: list[tuple[int, int, int]] = []
-        pos = cu.first_die
-        end = cu.end
         read = self._read_die
         skips = self._skips(cu)
         info = self._s["info"]
+        unit_end = cu.end
+        base = cu.offset
         while pos < end:
             off = pos
             code = info[pos]
@@ -705,17 +753,23 @@ class DwarfInfo:
             entry = skips.get(code)
             if entry is None:
                 raise DwarfError("unknown abbreviation")
-            tag, children, plan = entry
+            tag, children, plan, sibling_at = entry
             if stack:
                 parent_off, sub, node = stack[-1]
             else:
                 parent_off, sub, node = -1, 0, -1
+            sibling = None
             if plan is None or (tag == _TAG_SUBPROGRAM and sub == 0) or (
                     sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK)):
                 tag, children, attrs, pos = read(cu, off)
+                if tag == _TAG_SUBPROGRAM:
+                    sibling = attrs.get(_AT_SIBLING)
             else:
+                if sibling_at is not None and tag in _TYPE_TAGS:
+                    sibling = base + int.from_bytes(info[pos + sibling_at:pos + sibling_at + 4],
+                                                    self._byteorder)
                 pos = self._skip(plan, info, pos)
-                if pos > end:
+                if pos > unit_end:
                     raise DwarfError("DIE overruns its unit")
                 attrs = None
             if parent_off >= 0 and (children or tag == _TAG_SUBPROGRAM or tag == _TAG_INLINED):
@@ -740,10 +794,15 @@ class DwarfInfo:
             if children:
                 if len(stack) >= _MAX_DEPTH:
                     raise DwarfError("DIE tree too deep")
+                if type(sibling) is int and pos < sibling <= end:
+                    cu.pending[off] = (pos, sibling, stack + [(off, sub, node)])
+                    pos = sibling
+                    continue
                 stack.append((off, sub, node))
 
-    def _skips(self, cu: _Cu) -> dict[int, tuple[int, bool, tuple | None]]:
-        """abbreviation code -> (tag, has children, skip plan or None to decode fully).
+    def _skips(self, cu: _Cu) -> dict[int, tuple[int, bool, tuple | None, int | None]]:
+        """abbreviation code -> (tag, has children, skip plan or None to decode fully,
+        position of a DW_FORM_ref4 DW_AT_sibling among the fixed-size leading values).
 
         A plan is ((fixed bytes, variable-length form or 0), ...) for the unit's sizes;
         DW_FORM_indirect and unknown forms get None, so they fail as in _read_die."""
@@ -755,7 +814,10 @@ class DwarfInfo:
         for code, (tag, children, specs, _flags) in self._abbrevs(cu).items():
             plan: list[tuple[int, int]] | None = []
             fixed = 0
-            for _attr, form, _implicit in specs:
+            sibling_at = None
+            for attr, form, _implicit in specs:
+                if attr == _AT_SIBLING and form == 0x13 and not plan:
+                    sibling_at = fixed
                 size = _FIXED_FORMS.get(form)
                 if size is None:
                     if form == 0x01:
@@ -774,7 +836,7 @@ class DwarfInfo:
                 fixed += size
             if plan is not None:
                 plan.append((fixed, 0))
-            out[code] = (tag, children, None if plan is None else tuple(plan))
+            out[code] = (tag, children, None if plan is None else tuple(plan), sibling_at)
         cu.skips = out
         return out
 
@@ -819,7 +881,15 @@ class DwarfInfo:
         if cu is None:
             return None
         self._walk(cu)
-        return self._parents.get(off)
+        parent = self._parents.get(off)
+        while parent is None:  # maybe inside a subtree a walk jumped over
+            hit = next((o for o, (start, end, _) in cu.pending.items() if start <= off < end),
+                       None)
+            if hit is None:
+                break
+            self._walk_pending(cu, hit)
+            parent = self._parents.get(off)
+        return parent
 
     def _origin_chain(self, off: int) -> list[int]:
         """`off` followed by its DW_AT_abstract_origin / DW_AT_specification targets."""
@@ -912,6 +982,7 @@ class DwarfInfo:
         sub = next((o for o, ranges in cu.subprograms if _contains(ranges, addr)), None)
         if sub is None:
             return None
+        self._walk_pending(cu, sub)
         included: list[bool] = []
         chain = []
         for off, parent, ranges, inlined in cu.nodes[sub]:
@@ -974,8 +1045,8 @@ class DwarfInfo:
         i = bisect_right(cu.line_addrs, addr) - 1
         if i < 0:
             return None
-        file, line, column, end_seq = cu.lines[i]
-        if end_seq:
+        _, in_sequence, _, file, line, column = cu.lines[i]
+        if not in_sequence:  # an end_sequence row
             return None
         path = self._file_path(cu, file)
         if path is None:
@@ -1014,7 +1085,7 @@ class DwarfInfo:
         # otherwise program order.
         rows.sort()
         cu.line_addrs = [r[0] for r in rows]
-        cu.lines = [(r[3], r[4], r[5], r[1] == 0) for r in rows]
+        cu.lines = rows
 
     def _line_header_entries(self, cu: _Cu, data, pos: int) -> tuple[list, int]:
         """DWARF 5 directory/file entry list: ([(path, directory index)], next position)."""
@@ -1113,15 +1184,45 @@ class DwarfInfo:
                 addr += min_inst * ((op_index + operation) // max_ops)
                 op_index = (op_index + operation) % max_ops
 
+        # This loop runs for every row of every line table a profile hits: special opcodes
+        # (most of a program) step by table lookups when max_ops is 1 (all but VLIW), and
+        # the frequent set_column / advance_line read one-byte LEB128 operands inline.
+        addr_step, line_step = _special_steps(opcode_base, line_range, min_inst, line_base)
+        simple = max_ops == 1
         while pos < end:
             op = data[pos]
             pos += 1
             if op >= opcode_base:
-                adj = op - opcode_base
-                advance(adj // line_range)
-                line += line_base + adj % line_range
+                if simple:
+                    addr += addr_step[op]
+                else:
+                    advance((op - opcode_base) // line_range)
+                line += line_step[op]
                 rows.append((addr, 1, seq, file, line, column))
                 seq += 1
+            elif op == 5:
+                column = data[pos]
+                if column < 0x80:
+                    pos += 1
+                else:
+                    column, pos = uleb(data, pos)
+            elif op == 1:  # copy
+                rows.append((addr, 1, seq, file, line, column))
+                seq += 1
+            elif op == 3:
+                v = data[pos]
+                if v < 0x40:
+                    pos += 1
+                    line += v
+                elif v < 0x80:
+                    pos += 1
+                    line += v - 0x80
+                else:
+                    v, pos = sleb(data, pos)
+                    line += v
+            elif op == 2:
+                v, pos = uleb(data, pos)
+                advance(v)
             elif op == 0:
                 n, pos = uleb(data, pos)
                 sub_end = pos + n
@@ -1141,19 +1242,8 @@ class DwarfInfo:
                     d, _ = uleb(data, p)
                     cu.files.append((name, d))
                 pos = sub_end
-            elif op == 1:  # copy
-                rows.append((addr, 1, seq, file, line, column))
-                seq += 1
-            elif op == 2:
-                v, pos = uleb(data, pos)
-                advance(v)
-            elif op == 3:
-                v, pos = sleb(data, pos)
-                line += v
             elif op == 4:
                 file, pos = uleb(data, pos)
-            elif op == 5:
-                column, pos = uleb(data, pos)
             elif op == 8:  # const_add_pc
                 advance((255 - opcode_base) // line_range)
             elif op == 9:  # fixed_advance_pc
@@ -1230,6 +1320,16 @@ class RecordedDwarf:
 
 
 _MISSING = object()
+
+
+@lru_cache(maxsize=64)
+def _special_steps(opcode_base: int, line_range: int, min_inst: int,
+                   line_base: int) -> tuple[list[int], list[int]]:
+    """Address and line advance of each special opcode (max_ops 1), indexed by opcode;
+    units share a few headers, so the tables are built once per header."""
+    specials = range(opcode_base, 256)
+    return ([0] * opcode_base + [min_inst * ((op - opcode_base) // line_range) for op in specials],
+            [0] * opcode_base + [line_base + (op - opcode_base) % line_range for op in specials])
 
 
 def _pack_scope(s: Scope) -> tuple:
