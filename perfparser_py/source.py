@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import mmap
 import os
-import socket
 import stat
 import sys
-import tempfile
 import time
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    import socket
 
 from .perfdata.errors import (
     BUFFERING_ERROR,
@@ -117,6 +118,8 @@ class StreamSource(Source):
 
     def spool(self, prefix: bytes) -> Source:
         print("Reading a non-pipe perf.data from a stream requires buffering.", file=sys.stderr)
+        import tempfile  # only here: its import costs every run a few ms
+
         try:
             tmp = tempfile.TemporaryFile(prefix="perfparser-")
             tmp.write(prefix)
@@ -136,6 +139,8 @@ class StreamSource(Source):
 
 
 def _connect(host: str, port: int) -> socket.socket:
+    import socket  # only here: its import costs every run a few ms
+
     delays = iter(_CONNECT_DELAYS_MS)
     while True:
         try:
