@@ -27,7 +27,7 @@ from .perfdata import events as ev
 from .perfdata.attr import SAMPLE_REGS_USER, SAMPLE_STACK_USER
 from .perfdata.errors import PerfDataError
 from .perfdata.fast import FusedSample
-from .pipeline import TASK_EVENTS, Spaces, features_arch, order_hooks
+from .pipeline import CHAIN_IDS, CPUMODE_MASK, TASK_EVENTS, Spaces, features_arch, order_hooks
 from .source import FileSource
 
 _MIN_BYTES = 2 << 20  # below this, start-up and symbolizing dominate: nothing to win
@@ -35,8 +35,8 @@ _BATCH = 512  # items per marshalled batch
 _LEN = struct.Struct("<I")
 
 # item tags: (tag, ...) tuples
-FUSED, FULL, MAPPING, TASK_ITEM, COMM, PROGRESS, PARSE, ATTR, VIOLATION, ERROR, CRASH, END = (
-    range(12))
+(FUSED, NUMBERED, CHAIN, FULL, MAPPING, TASK_ITEM, COMM, PROGRESS, PARSE, ATTR, VIOLATION,
+ ERROR, CRASH, END) = range(14)
 _TASK_TYPES = (ev.ForkEvent, ev.ExitEvent, ev.CommEvent, ev.LostEvent, ev.SwitchEvent)
 _TASK_CODE = {t: i for i, t in enumerate(_TASK_TYPES)}
 _new = tuple.__new__
@@ -83,6 +83,8 @@ class _Forwarder:
         self.mirror = True  # False once the attributes show no sample carries a stack
         self._attrs: dict[int, int] = {}
         self._attr_objects: list = []  # kept alive: their id()s stay unique
+        self._chain_ids: dict[tuple, int] = {}  # Sink.define_chain / numbered_sample
+        self._next_chain_id = 0
 
     def mmap(self, e) -> None:
         if self.mirror:
@@ -97,7 +99,21 @@ class _Forwarder:
 
     def sample(self, e) -> None:
         if type(e) is FusedSample:
-            self.put((FUSED,) + e)
+            pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
+            if not callchain:
+                self.put((FUSED,) + e)
+                return
+            # number the distinct (pid, chain, ip, cpu mode): a repeat travels as its number
+            key = (pid, callchain, ip, misc & CPUMODE_MASK)
+            cid = self._chain_ids.get(key)
+            if cid is None:
+                cid = self._next_chain_id
+                self._next_chain_id += 1
+                if cid % CHAIN_IDS == 0:
+                    self._chain_ids.clear()
+                self._chain_ids[key] = cid
+                self.put((CHAIN, cid, callchain))
+            self.put((NUMBERED, pid, tid, time, cpu, ip, sid, period, cid, misc))
             return
         outcome = None
         if self.mirror:
@@ -203,6 +219,7 @@ def _read(r, source, items: list, send) -> None:
 def _replay(r, pipe) -> int:
     sink = r.sink
     sample, full, mmap, task = sink.sample, sink.full_sample, sink.mmap, sink.task
+    numbered, define_chain = sink.numbered_sample, sink.define_chain
     comm_string = r.comm_string
     attrs: list = []
     code = 0
@@ -213,7 +230,11 @@ def _replay(r, pipe) -> int:
             raise RuntimeError("the reading process ended unexpectedly")
         for item in marshal.loads(blob):
             tag = item[0]
-            if tag == FUSED:
+            if tag == NUMBERED:
+                numbered(*item[1:])
+            elif tag == CHAIN:
+                define_chain(item[1], item[2])
+            elif tag == FUSED:
                 sample(item[1:])
             elif tag == FULL:
                 full(_new(ev.SampleEvent, (attrs[item[1]],) + item[3:]), item[2], True)

@@ -136,6 +136,8 @@ class Sink(Spaces):
         self.tracepoints = Tracepoints(emitter)
         self._arch_warned = False
         self._missing_reported: set[bytes] = set()
+        self._chain_by_id: dict[int, tuple[int, ...]] = {}  # split runs: define_chain()
+        self._frames_by_id: dict[int, tuple[dict, list[int]]] = {}
 
     # -- queue sink ----------------------------------------------------------------------
     def time_order_violation(self, time: int, max_time: int) -> None:
@@ -183,6 +185,10 @@ class Sink(Spaces):
         # the common frame-pointer case: what full_sample does for an event without read
         # values, branch stack, user regs/stack or raw data
         pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
+        frames = self._fused_frames(pid, ip, callchain, misc)
+        self.writer.sample_one(pid, tid, time, cpu, frames, self.attrs.attribute_id(sid), period)
+
+    def _fused_frames(self, pid: int, ip: int, callchain, misc: int) -> list[int]:
         session = self.session
         proc = session.processes.get(pid)
         if proc is None:
@@ -199,6 +205,31 @@ class Sink(Spaces):
         if not frames:
             klo, khi = session.kernel_range
             frames = [self._ip_frame(proc, ip, klo <= ip < khi)]
+        return frames
+
+    def define_chain(self, cid: int, callchain: tuple[int, ...]) -> None:
+        """Split runs: the reading process numbered a (pid, call chain, ip, cpu mode) `cid`;
+        numbers restart their tables every CHAIN_IDS (the reading process forgets too)."""
+        if cid % CHAIN_IDS == 0:
+            self._chain_by_id.clear()
+            self._frames_by_id.clear()
+        self._chain_by_id[cid] = callchain
+
+    def numbered_sample(self, pid: int, tid: int, time: int, cpu: int, ip: int, sid: int,
+                        period: int, cid: int, misc: int) -> None:
+        """sample() for a fused sample whose non-empty call chain was numbered (define_chain).
+        A repeat skips hashing the chain while the symbolizer's memo that gave its frames is
+        unchanged: it replaces the process's memo dict (never clears it in place) whenever
+        entries become invalid, so the dict's identity and the kernel generation decide."""
+        proc = self.session.processes.get(pid)
+        hit = self._frames_by_id.get(cid)
+        if (hit is not None and proc is not None and hit[0] is proc.chains
+                and proc.chains_generation == self.session.kernel_generation
+                and proc.perf_map is False):
+            frames = hit[1]
+        else:
+            frames = self._fused_frames(pid, ip, self._chain_by_id[cid], misc)
+            self._frames_by_id[cid] = (self.session.process(pid).chains, frames)
         self.writer.sample_one(pid, tid, time, cpu, frames, self.attrs.attribute_id(sid), period)
 
     def _recorded_frames(self, proc, ip: int, callchain, branch_stack, misc: int):
@@ -366,6 +397,7 @@ class Run:
         return code
 
 
+CHAIN_IDS = 1 << 16  # numbered call chains (split runs) kept before starting afresh
 TASK_EVENTS = (ev.ForkEvent, ev.ExitEvent, ev.LostEvent, ev.SwitchEvent)
 
 

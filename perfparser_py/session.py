@@ -184,7 +184,7 @@ class Session:
         proc = self.process(pid)
         if mapping.image is not None and proc.first_image is None:
             proc.first_image = mapping.image
-        proc.chains.clear()
+        proc.chains = {}  # replaced, never cleared in place (Sink.numbered_sample)
         proc.unwind_steps.clear()
         proc.unwound.clear()
         if pid == KERNEL_PID:

@@ -52,13 +52,14 @@ class Symbolizer:
         resolving again would not, because every frame was resolved on the first miss."""
         chains = proc.chains
         if proc.chains_generation != kernel_generation:
-            chains.clear()
+            # replaced, never cleared in place: Sink.numbered_sample relies on it
+            chains = proc.chains = {}
             proc.chains_generation = kernel_generation
         key = (callchain, ip, ip_is_user, branch_stack)
         ids = chains.get(key)
         if ids is None:
             if len(chains) >= _MAX_CHAINS:
-                chains.clear()
+                chains = proc.chains = {}
             frame = self.frame
             ids = chains[key] = [frame(kernel if k else proc, addr, k)
                                  for addr, k in callchain_frames(callchain, ip, ip_is_user,

@@ -81,3 +81,51 @@ def test_a_reading_process_that_dies_is_an_error_here(monkeypatch):
     monkeypatch.setattr(parallel._Forwarder, "sample", die)
     with pytest.raises(RuntimeError, match="ended unexpectedly"):
         _run_in_process(monkeypatch, RECORDED / "fp" / "perf.data")
+
+
+def _synthetic(tmp_path: Path) -> Path:
+    """Repeated call chains across everything that invalidates their frames: a new mapping
+    over the same addresses, an exec, a kernel mapping, and more distinct chains than fit."""
+    from tests.synth import CONTEXT_USER, PipeWriter
+
+    CONTEXT_KERNEL = 2**64 - 128
+
+    w = PipeWriter()
+    libc = b"/usr/lib/x86_64-linux-gnu/libc.so.6"
+    w.comm(10, 10, b"one", 1)
+    w.mmap2(10, 0x400000, 0x10000, 0, b"/bin/true", 2)
+    chain = [0x401000, 0x402000, 0x403000]
+    t = 10
+    for step in range(4):
+        for k in range(40):
+            if k % 3 == 0:  # kernel frames: their locations change with the kernel's maps
+                w.sample(10, 10, t, chain[0], [CONTEXT_KERNEL, 0xFFFF0100, CONTEXT_USER, *chain])
+            else:
+                w.sample(10, 10, t, chain[0], chain if k % 2 else [*chain, 0x404000 + 8 * k])
+            t += 1
+        if step == 0:
+            w.mmap2(10, 0x400000, 0x10000, 0, libc, t)  # replaces the mapping
+        elif step == 1:
+            w.comm(10, 10, b"two", t, exec_=True)  # exec: nothing mapped survives
+        elif step == 2:
+            w.mmap2(-1, 0xFFFF0000, 0x1000, 0, b"[kernel.kallsyms]_text", t)
+        t += 1
+        w.finished_round()
+    path = tmp_path / "chains.data"
+    path.write_bytes(w.data())
+    return path
+
+
+@pytest.mark.parametrize("chain_ids", [1 << 16, 8])
+def test_numbered_chains_follow_every_invalidation(tmp_path, monkeypatch, chain_ids):
+    monkeypatch.setattr(pipeline, "CHAIN_IDS", chain_ids)
+    monkeypatch.setattr(parallel, "CHAIN_IDS", chain_ids)
+    path = _synthetic(tmp_path)
+    outputs = []
+    for split in ("0", "1"):
+        monkeypatch.setenv("PERFPARSER_PY_SPLIT", split)
+        out = io.BytesIO()
+        code = pipeline.run(make_options(parse_args(["--input", str(path)])), out)
+        outputs.append((code, out.getvalue()))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][0] == 0 and len(outputs[0][1]) > 1000
