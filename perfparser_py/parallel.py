@@ -50,7 +50,13 @@ def wanted(r, source) -> bool:
         return False
     if switch == "1":
         return True
-    return len(source.buffer()) >= _MIN_BYTES and len(os.sched_getaffinity(0)) >= 2
+    return len(source.buffer()) >= _MIN_BYTES and _cpus() >= 2
+
+
+def _cpus() -> int:
+    """CPUs this process may run on."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def run_split(r, source) -> int:
