@@ -125,6 +125,7 @@ class ElfImage:
         self._by_name: dict[str, _Section] = {}
         self._section_cache: dict[str, tuple[int, memoryview] | None] = {}
         self._syms: tuple[list[int], list[int], list[bytes]] | None = None
+        self._sym_answers: dict[int, tuple[str, int, int]] = {}  # symbol_at per table index
         self._alloc: tuple[list[int], list[_Section]] | None = None
         self._plt: tuple[int, dict[int, str | tuple[int, int]], bytes] | None = None
         self.cache: CacheRecord | None = None  # persistent record, set by the finder
@@ -439,6 +440,7 @@ class ElfImage:
         self.debug = debug
         self._section_cache.clear()
         self._syms = None
+        self._sym_answers.clear()
 
     # ----------------------------------------------------------------- symbols
 
@@ -462,10 +464,15 @@ class ElfImage:
             size = sizes[i]
             if size and vaddr >= values[i] + size:
                 return None
-        name = names[i]
-        if not name:
-            return None
-        return (demangle(name.decode("utf-8", "surrogateescape")), values[i], sizes[i])
+        # addresses of one function share the answer (decoding and demangling it once)
+        hit = self._sym_answers.get(i)
+        if hit is None:
+            name = names[i]
+            if not name:
+                return None
+            hit = self._sym_answers[i] = (
+                demangle(name.decode("utf-8", "surrogateescape")), values[i], sizes[i])
+        return hit
 
     def _symbol_tables(self) -> list[tuple[memoryview, memoryview]]:
         """(symbols, strings) pairs in upstream's order of preference."""
