@@ -19,14 +19,13 @@ LocationKey = tuple[int, int, int, int, int, int, int]
 class Emitter:
     """Owns the id tables and turns definitions into messages on a StreamWriter."""
 
-    __slots__ = ("_has_symbol", "_locations", "_parents", "_strings", "writer")
+    __slots__ = ("_has_symbol", "_locations", "_strings", "writer")
 
     def __init__(self, writer: StreamWriter) -> None:
         self.writer = writer
         self._strings: dict[bytes, int] = {}
         self._locations: dict[LocationKey, int] = {}
-        self._parents: list[int] = []
-        self._has_symbol: list[bool] = []
+        self._has_symbol: list[bool] = []  # per location id
 
     # -- strings -------------------------------------------------------------------------
     def string(self, value: bytes | str | None) -> int:
@@ -57,10 +56,9 @@ class Emitter:
         key = (address, rel_addr, file, pid, line, column, module)
         lid = self._locations.get(key)
         if lid is None:
-            lid = len(self._parents)
-            self._locations[key] = lid
-            self._parents.append(parent)
-            self._has_symbol.append(False)
+            has_symbol = self._has_symbol
+            lid = self._locations[key] = len(has_symbol)
+            has_symbol.append(False)
             self.writer.location(lid, address, file, pid, line, column, parent, rel_addr)
         return lid
 

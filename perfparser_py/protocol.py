@@ -583,6 +583,30 @@ def _fast_sample_type(lay: _Layout | None) -> int | None:
     return lay.type_id
 
 
+# ------------------------------------------------------------ Location fast path (hot)
+# Every first resolution of an address writes a Location (Symbols and Strings are ~50x
+# rarer and keep the schema path): one Struct call instead of the schema walk. The format
+# is checked against the schema layout at start-up, so a flavour that encodes differently
+# keeps the schema path. pid is packed as "i" although the field is a quint32: the same
+# bytes for every value that fits, and a larger one raises struct.error, sending it to the
+# schema path that wraps values.
+
+# prefix (size, type), id, address, file, pid, line, column, parent, rel_addr
+_LOCATION = struct.Struct(">5siQiiiiiQ")
+
+
+def _fast_location_prefix(lay: _Layout | None) -> bytes | None:
+    """The 5-byte prefix (size, type) for _LOCATION if it frames like this flavour's
+    layout, else None."""
+    if lay is None:
+        return None
+    prefix = _U32LE.pack(_LOCATION.size - 4) + bytes((lay.type_id,))
+    for probe in ((0, 1 << 63, -1, -1, 0, 7, -1, 0), (5, 0, 3, 1 << 30, -2, 1 << 20, 4, 9)):
+        if _LOCATION.pack(prefix, *probe) != lay.frame(probe):
+            return None
+    return prefix
+
+
 # -------------------------------------------------------------------------------- writer
 
 
@@ -605,6 +629,7 @@ class StreamWriter:
          self._tracepoint_format, self._attributes, self._context_switch, self._sample,
          self._tracepoint_sample, self._debuginfo_progress) = _LAYOUTS[flavour]
         self._sample_type = _fast_sample_type(self._sample)
+        self._location_prefix = _fast_location_prefix(self._location)
         self._packed_frames: dict[int, tuple[list[int], bytes, bytes | None]] = {}
 
     def _put(self, lay: _Layout | None, values: Sequence) -> None:
@@ -629,6 +654,16 @@ class StreamWriter:
 
     def location(self, id: int, address: int, file: int, pid: int, line: int, column: int,
                  parent: int, rel_addr: int) -> None:
+        if self._location_prefix is not None:
+            try:
+                self._buf += _LOCATION.pack(self._location_prefix, id, address, file, pid,
+                                            line, column, parent, rel_addr)
+            except struct.error:  # values to wrap: the schema path knows how
+                pass
+            else:
+                if len(self._buf) >= _FLUSH_AT:
+                    self.flush()
+                return
         self._put(self._location, (id, address, file, pid, line, column, parent, rel_addr))
 
     def symbol(self, id: int, name: int, binary: int, path: int, is_kernel: bool,

@@ -30,6 +30,11 @@ class Symbolizer:
         self._kallsyms_failed = False
         self._perf_map_path = perf_map_path
         self._dwarf: dict[int, object] = {}  # id(image) -> DwarfInfo | None
+        # (recorded path, local path) -> string ids of (binary, path, actual path)
+        self._module_strings: dict[tuple[bytes, str | None], tuple[int, int, int]] = {}
+        # pid -> location id of the symbolized function location shared by the process's
+        # addresses outside every mapping (without a perf map)
+        self._unmapped_parents: dict[int, int] = {}
 
     # -- entry point ---------------------------------------------------------------------
     def frame(self, proc: Process, ip: int, is_kernel: bool) -> int:
@@ -42,7 +47,7 @@ class Symbolizer:
             return lid
         lid = proc.cache.get(ip)
         if lid is None:
-            lid = proc.cache[ip] = self._resolve(proc, None, ip, is_kernel)
+            lid = proc.cache[ip] = self._unmapped(proc, ip, is_kernel)
         return lid
 
     def callchain(self, proc: Process, kernel: Process, kernel_generation: int, callchain,
@@ -79,21 +84,43 @@ class Symbolizer:
         return ids
 
     # -- one address (SEMANTICS §10.2 - §10.9) -------------------------------------------
-    def _resolve(self, proc: Process, m: Mapping | None, ip: int, is_kernel: bool) -> int:
-        emit = self.emit
-        pid = proc.pid
-        if m is not None:
+    def _resolve(self, proc: Process, m: Mapping, ip: int, is_kernel: bool) -> int:
+        key = (m.path, m.local)
+        ids = self._module_strings.get(key)
+        if ids is None:
+            emit = self.emit
             binary = emit.string(m.binary)
             path = emit.string(m.path)
             actual = emit.string(normalize_path(m.local)) if m.local else -1
-        else:
-            binary = path = actual = -1
-        image = m.image if m is not None else None
+            ids = self._module_strings[key] = (binary, path, actual)
+        image = m.image
         if image is not None:
-            return self._in_image(image, m, ip, pid, is_kernel, binary, path, actual)
-        # no ELF: kallsyms for the kernel, the perf-PID.map for user space
-        hit = self._kernel_symbol(ip) if proc.pid == KERNEL_PID else self._jit_symbol(proc, ip)
-        name = -1
+            return self._in_image(image, m, ip, proc.pid, is_kernel, *ids)
+        return self._without_image(proc, m, ip, is_kernel, *ids)
+
+    def _unmapped(self, proc: Process, ip: int, is_kernel: bool) -> int:
+        pid = proc.pid
+        if pid != KERNEL_PID and not proc.perf_map:
+            # Hot on frame-pointer files whose chains hold many such addresses: what
+            # _without_image does, minus the function location, defined on the first call.
+            parent = self._unmapped_parents.get(pid)
+            if parent is not None:
+                return self.emit.location(ip, 0, -1, pid, 0, 0, parent, -1)
+            lid = self._without_image(proc, None, ip, is_kernel, -1, -1, -1)
+            # the function location that call defined (and symbolized)
+            self._unmapped_parents[pid] = self.emit.location(0, 0, -1, pid, 0, 0, -1, -1)
+            return lid
+        return self._without_image(proc, None, ip, is_kernel, -1, -1, -1)
+
+    def _without_image(self, proc: Process, m: Mapping | None, ip: int, is_kernel: bool,
+                       binary: int, path: int, actual: int) -> int:
+        """An address without ELF: kallsyms for the kernel, the perf-PID.map for user space."""
+        emit = self.emit
+        pid = proc.pid
+        if pid == KERNEL_PID:
+            hit = self._kernel_symbol(ip)
+        else:
+            hit = self._jit_symbol(proc, ip) if proc.perf_map else None
         if hit is not None:
             start, sym_name, module = hit
             name_bytes = sym_name
@@ -214,10 +241,7 @@ class Symbolizer:
             perf_map.refresh()
 
     def _jit_symbol(self, proc: Process, ip: int):
-        perf_map = proc.perf_map
-        if not perf_map:
-            return None
-        hit = perf_map.lookup(ip)
+        hit = proc.perf_map.lookup(ip)
         if hit is None:
             return None
         return hit[0], hit[1], ""

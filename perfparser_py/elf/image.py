@@ -125,8 +125,9 @@ class ElfImage:
         self._by_name: dict[str, _Section] = {}
         self._section_cache: dict[str, tuple[int, memoryview] | None] = {}
         self._syms: tuple[list[int], list[int], list[bytes]] | None = None
+        self._sym_answers: dict[int, tuple[str, int, int]] = {}  # symbol_at per table index
         self._alloc: tuple[list[int], list[_Section]] | None = None
-        self._plt: tuple[int, dict[int, str]] | None = None
+        self._plt: tuple[int, dict[int, str | tuple[int, int]], bytes] | None = None
         self.cache: CacheRecord | None = None  # persistent record, set by the finder
         self._parse_headers()
 
@@ -439,6 +440,7 @@ class ElfImage:
         self.debug = debug
         self._section_cache.clear()
         self._syms = None
+        self._sym_answers.clear()
 
     # ----------------------------------------------------------------- symbols
 
@@ -462,10 +464,15 @@ class ElfImage:
             size = sizes[i]
             if size and vaddr >= values[i] + size:
                 return None
-        name = names[i]
-        if not name:
-            return None
-        return (demangle(name.decode("utf-8", "surrogateescape")), values[i], sizes[i])
+        # addresses of one function share the answer (decoding and demangling it once)
+        hit = self._sym_answers.get(i)
+        if hit is None:
+            name = names[i]
+            if not name:
+                return None
+            hit = self._sym_answers[i] = (
+                demangle(name.decode("utf-8", "surrogateescape")), values[i], sizes[i])
+        return hit
 
     def _symbol_tables(self) -> list[tuple[memoryview, memoryview]]:
         """(symbols, strings) pairs in upstream's order of preference."""
@@ -577,16 +584,22 @@ class ElfImage:
     def _plt_name(self, slot: int) -> str | None:
         if self._plt is None:
             self._plt = self._build_plt()
-        got_addr, names = self._plt
+        got_addr, names, strs = self._plt
         word = 8 if self.is_64 else 4
-        return names.get(got_addr + (slot + 2) * word)
+        name = names.get(got_addr + (slot + 2) * word)
+        if type(name) is tuple:  # demangled on first use: a file has thousands, few are hit
+            start, end = name
+            name = names[got_addr + (slot + 2) * word] = (
+                demangle(strs[start:end].decode("utf-8", "surrogateescape")) + "@plt")
+        return name
 
-    def _build_plt(self) -> tuple[int, dict[int, str]]:
-        """(address of the GOT section holding DT_PLTGOT, GOT slot address -> `name@plt`)."""
-        out: dict[int, str] = {}
+    def _build_plt(self) -> tuple[int, dict[int, str | tuple[int, int]], bytes]:
+        """(address of the GOT section holding DT_PLTGOT, GOT slot address -> `name@plt` or
+        the (start, end) of its mangled name in the dynamic string table, that table)."""
+        out: dict[int, str | tuple[int, int]] = {}
         dyn = self._by_name.get(".dynamic")
         if dyn is None or dyn.type == SHT_NOBITS:
-            return (0, out)
+            return (0, out, b"")
         fmt = self._e + ("qQ" if self.is_64 else "iI")
         step = struct.calcsize(fmt)
         raw = self._raw_section(dyn)
@@ -600,10 +613,10 @@ class ElfImage:
         got = None if pltgot is None else self._section_containing(pltgot)
         dynsym = self._table(SHT_DYNSYM)
         if got is None or dynsym is None:
-            return (0, out)
+            return (0, out, b"")
         syms, strs = dynsym
-        sym_fmt = self._e + ("IBBHQQ" if self.is_64 else "IIIBBH")
-        sym_size = struct.calcsize(sym_fmt)
+        sym_size = struct.calcsize(self._e + ("IBBHQQ" if self.is_64 else "IIIBBH"))
+        name_at = struct.Struct(self._e + "I").unpack_from  # st_name leads both layouts
         strs_b = bytes(strs)
         for s in self._sections:
             if s.type not in (SHT_REL, SHT_RELA) or s.type == SHT_NOBITS:
@@ -616,14 +629,13 @@ class ElfImage:
                 rfmt = self._e + ("IIi" if s.type == SHT_RELA else "II")
             rsize = struct.calcsize(rfmt)
             rraw = self._raw_section(s)
-            for off in range(0, len(rraw) - rsize + 1, rsize):
-                r_offset, r_info = struct.unpack_from(rfmt, rraw, off)[:2]
+            for rel in struct.iter_unpack(rfmt, rraw[:len(rraw) - len(rraw) % rsize]):
+                r_offset, r_info = rel[0], rel[1]
                 symi = r_info >> 32 if self.is_64 else r_info >> 8
                 if symi == 0 or (symi + 1) * sym_size > len(syms) or r_offset in out:
                     continue
-                name_off = struct.unpack_from(self._e + "I", syms, symi * sym_size)[0]
+                name_off = name_at(syms, symi * sym_size)[0]
                 end = strs_b.find(b"\0", name_off)
                 if end > name_off:
-                    name = strs_b[name_off:end].decode("utf-8", "surrogateescape")
-                    out[r_offset] = demangle(name) + "@plt"
-        return (got.addr, out)
+                    out[r_offset] = (name_off, end)
+        return (got.addr, out, strs_b)
