@@ -5,16 +5,29 @@ of the modules the caller's address space maps, with elfutils' semantics: lookup
 pc for the first frame and for signal-frame activations, pc - 1 for callers; stack words
 outside the copy may come from module files or, as "guessed" data, from words remembered from
 earlier samples of the same process. It never raises and always terminates.
+
+Hot path (profiled on `--call-graph dwarf` recordings: ~10 steps per sample): the common CFI
+row - a register-based CFA and saved-at-offset words that all lie inside the stack copy - is
+evaluated inline in `_walk`, updating the register dict in place; everything else (CFA
+expressions, other rule kinds, reads outside the copy, the frame-pointer fallback) goes
+through `_Memory`, built only when a sample needs it.
+
+Most samples of a process unwind, past their first frame, through the same frames as an
+earlier sample did: same pc and stack pointer, same return addresses and frame registers in
+the same stack slots. The rest of such a walk is replayed rather than re-walked: `_record`
+keeps, per (pc, sp) after the first step, what the rest of a fast-path-only walk depended on
+and produced; `_replay` checks those inputs against the new sample (one unpack of the words
+involved) and, if they match, appends the frames and writes the words to `history` exactly as
+the walk would have. Anything the check cannot vouch for is walked step by step.
 """
 
 from __future__ import annotations
 
-import functools
 import struct
 from collections.abc import Callable
+from itertools import pairwise
+from operator import itemgetter
 
-from ..elf.leb128 import sleb as _sleb
-from ..elf.leb128 import uleb as _uleb
 from ..elf.cfi import (
     CFA_REG,
     EXPR,
@@ -25,11 +38,24 @@ from ..elf.cfi import (
     VAL_EXPR,
     VAL_OFFSET,
 )
+from ..elf.leb128 import sleb as _sleb
+from ..elf.leb128 import uleb as _uleb
 from .registers import RegTable, table_for
 
 # Frame cap when max_frames is -1: a sanity bound, far beyond any real stack.
 _HARD_MAX_FRAMES = 100_000
 _MAX_EXPR_STEPS = 1000
+# Bounds of the per-architecture caches: their keys come from the input.
+_MAX_ARCHS = 64
+_MAX_SLOTS = 1024
+# Stack words of the replayable walk suffixes remembered per process (see _record): bounds
+# their memory to some MB.
+_MAX_SUFFIX_WORDS = 1 << 18
+# Recording a suffix costs about two walks, a replay saves most of one: a process records
+# beyond its first _RECORDS_FREE suffixes only while it replays _RECORDS_PER_REPLAY times as
+# many, so stacks that never repeat stay about as fast as without replays.
+_RECORDS_FREE = 16
+_RECORDS_PER_REPLAY = 4
 
 ModuleAt = Callable[[int], "tuple[object, int, object] | None"]
 
@@ -37,97 +63,370 @@ ModuleAt = Callable[[int], "tuple[object, int, object] | None"]
 def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: memoryview,
            module_at: ModuleAt, history: dict[int, int], max_frames: int,
            kernel_range: tuple[int, int] = (0, 0),
-           steps: dict[int, tuple] | None = None) -> tuple[list[int], int]:
+           steps: dict | None = None) -> tuple[list[int], int]:
     """Returns (lookup addresses leaf first, first_guessed_index); see the module docstring.
 
     `regs` holds the sample's user registers packed in the order of the set bits of
     `regs_mask`; `module_at(addr)` -> (image, bias, cfi) | None for a runtime address
     (runtime = vaddr + bias); `history` maps stack addresses to words seen in earlier samples
-    and is updated with every word read from this stack copy. `steps` caches lookup address
-    -> compiled CFI step across calls; the caller must clear it whenever `module_at` would
+    and is updated with every word read from this stack copy. `steps` is the unwinder's
+    per-process cache across calls (lookup address -> compiled CFI step, and the replayable
+    walk suffixes under the key None); the caller must clear it whenever `module_at` would
     answer differently (a mapping change).
     """
-    table = table_for(arch, abi)
-    if table is None:
-        return [], 0
     try:
-        return _Unwinder(table, regs, regs_mask, stack, module_at, history,
-                         kernel_range).run(max_frames, {} if steps is None else steps)
+        a = _ARCHS.get((arch, abi))
+        if a is None:
+            a = _arch(arch, abi)
+            if a is None:
+                return [], 0
+        return _walk(a, regs, regs_mask, stack, module_at, history, max_frames, kernel_range,
+                     {} if steps is None else steps)
     except Exception:  # noqa: BLE001 - hostile input must never escape as a traceback
         return [], 0
 
 
-@functools.cache
-def _reg_slots(t: RegTable, regs_mask: int, nregs: int) -> tuple[tuple, int]:
-    """((DWARF register, index into the packed sample registers), ...) in DWARF order, and the
-    index of the stack pointer (-1 if absent) for one sample register mask."""
-    perf: dict[int, int] = {}
-    i = bit = 0
-    m = regs_mask
-    while m and i < nregs:
-        if m & 1:
-            perf[bit] = i
-            i += 1
-        m >>= 1
-        bit += 1
-    pairs = tuple((d, perf[p]) for d, p in enumerate(t.dwarf_from_perf) if p in perf)
-    return pairs, perf.get(t.sp_perf, -1)
+class _Arch:
+    """Per-(architecture, ABI) constants of the walk, computed once."""
+
+    __slots__ = ("t", "word", "mask", "fmt", "ip", "sp", "is_x86", "arm", "zero", "slots")
+
+    def __init__(self, t: RegTable) -> None:
+        self.t = t
+        self.word = t.word
+        self.mask = (1 << (8 * t.word)) - 1
+        self.fmt = "<Q" if t.word == 8 else "<I"
+        self.ip, self.sp = t.ip_dwarf, t.sp_dwarf
+        self.is_x86 = t.ip_dwarf in (8, 16) and t.sp_dwarf in (4, 7)
+        self.arm = t.name == "arm"
+        self.zero = dict.fromkeys(t.zero_dwarf, 0)
+        self.slots: dict[tuple[int, int], tuple] = {}
+
+    def slots_for(self, regs_mask: int, nregs: int) -> tuple[tuple, tuple, int]:
+        """(DWARF registers, their indexes into the packed sample registers, index of the
+        stack pointer or -1) for one sample register mask."""
+        key = (regs_mask, nregs)
+        found = self.slots.get(key)
+        if found is None:
+            t = self.t
+            perf: dict[int, int] = {}
+            i = bit = 0
+            m = regs_mask
+            while m and i < nregs:
+                if m & 1:
+                    perf[bit] = i
+                    i += 1
+                m >>= 1
+                bit += 1
+            pairs = [(d, perf[p]) for d, p in enumerate(t.dwarf_from_perf) if p in perf]
+            found = (tuple(d for d, _i in pairs), tuple(i for _d, i in pairs),
+                     perf.get(t.sp_perf, -1))
+            if len(self.slots) >= _MAX_SLOTS:
+                self.slots.clear()
+            self.slots[key] = found
+        return found
+
+
+_ARCHS: dict[tuple[str, int], _Arch] = {}
+
+
+def _arch(arch: str, abi: int) -> _Arch | None:
+    table = table_for(arch, abi)
+    if table is None:
+        return None
+    if len(_ARCHS) >= _MAX_ARCHS:
+        _ARCHS.clear()
+    a = _ARCHS[arch, abi] = _Arch(table)
+    return a
+
+
+def _lookup(module_at: ModuleAt, adj: int, word: int) -> tuple | None:
+    """The compiled CFI step for lookup address `adj`, None where no CFI covers it."""
+    mod = module_at(adj)
+    if mod is None or mod[2] is None:
+        return None
+    row = mod[2].row(adj - mod[1])
+    return None if row is None else _compile(row, word)
 
 
 def _compile(row, word: int) -> tuple:
-    """A CFI row as the tuple the step evaluates:
-    (cfa register or -1 for an expression, offset or expression, rules, ra, signal, block)
-    where rules are (register, kind, argument) in row order and block, when not None, is
-    (first offset, span, Struct.unpack_from, ((register, index), ...)) for a row whose rules
-    are all saved-at-offset words on one word grid: one unpack_from reads them all."""
+    """A CFI row as the tuple `_walk` evaluates:
+    (cfa register or -1 for an expression, offset or expression, signal,
+     block offset, block span, unpack, saved registers, word offsets, return address index,
+     end, rules, return address register).
+
+    rules are (register, kind, argument) in row order. The block fields are set (else None)
+    for a register CFA whose rules all save words at distinct, non-overlapping offsets, the
+    return address among them: one unpack_from of the span starting at CFA + block offset
+    reads the saved registers in order of their word offsets from the block's start. end says
+    the row marks the outermost frame (return address undefined, no rule before it reads
+    memory) once the CFA is computable."""
     rule = row.cfa
     cfa_reg, cfa_arg = (rule[1], rule[2]) if rule[0] == CFA_REG else (-1, rule[1])
     rules = tuple((reg, kind, arg) for reg, (kind, arg) in row.regs.items())
-    block = None
-    offs = [arg for _reg, kind, arg in rules if kind == OFFSET]
-    if rules and len(offs) == len(rules):
-        first = min(offs)
-        if all((o - first) % word == 0 for o in offs):
-            n = (max(offs) - first) // word + 1
-            fmt = struct.Struct(f"<{n}{'Q' if word == 8 else 'I'}").unpack_from
-            block = (first, n * word, fmt,
-                     tuple((reg, (arg - first) // word) for reg, _kind, arg in rules))
-    return cfa_reg, cfa_arg, rules, row.ra, row.signal, block
+    ra = row.ra
+    first = span = unpack = saved = offsets = ra_i = None
+    saves = sorted((arg, reg) for reg, kind, arg in rules if kind == OFFSET)
+    if (cfa_reg >= 0 and saves and len(saves) == len(rules) and ra in row.regs
+            and all(b[0] - a[0] >= word for a, b in pairwise(saves))
+            and saves[-1][0] - saves[0][0] < 1 << 16):
+        first = saves[0][0]
+        letter = "Q" if word == 8 else "I"
+        fmt = "<"
+        pos = first
+        for off, _reg in saves:
+            fmt += f"{off - pos}x{letter}"  # skip to the word at `off`, read it
+            pos = off + word
+        span = pos - first
+        unpack = struct.Struct(fmt).unpack_from
+        saved = tuple(reg for _off, reg in saves)
+        offsets = tuple(off - first for off, _reg in saves)
+        ra_i = saved.index(ra)
+    end = False
+    if cfa_reg >= 0:
+        for reg, kind, _arg in rules:
+            if kind == UNDEF and reg == ra:
+                end = True
+                break
+            if kind in (OFFSET, EXPR, VAL_EXPR):
+                break
+    return (cfa_reg, cfa_arg, row.signal, first, span, unpack, saved, offsets, ra_i, end,
+            rules, ra)
 
 
-class _Unwinder:
-    __slots__ = ("t", "regs", "stack", "lo", "hi", "module_at", "history", "klo", "khi",
-                 "mask", "fmt", "unpack", "frames", "guessed")
+_MISS = object()
 
-    def __init__(self, t: RegTable, regs: tuple[int, ...], regs_mask: int, stack: memoryview,
-                 module_at: ModuleAt, history: dict[int, int],
-                 kernel_range: tuple[int, int]) -> None:
-        self.t = t
-        mask = self.mask = (1 << (8 * t.word)) - 1
-        self.fmt = "<Q" if t.word == 8 else "<I"
-        self.unpack = struct.Struct(self.fmt).unpack_from
-        pairs, sp_index = _reg_slots(t, regs_mask, len(regs))
-        dw = {d: regs[i] & mask for d, i in pairs}
-        for r in t.zero_dwarf:
-            dw[r] = 0
-        self.regs = dw
-        self.stack = stack
-        if sp_index >= 0:
-            sp = regs[sp_index] & mask
-            self.lo = sp
-            # words past the address space's end are unreadable: read() refuses them too
-            self.hi = min(sp + len(stack), mask + 1)
+
+def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryview,
+          module_at: ModuleAt, history: dict[int, int], max_frames: int,
+          kernel_range: tuple[int, int], steps: dict[int, tuple | None]) -> tuple[list[int], int]:
+    keys, index, sp_index = a.slots_for(regs_mask, len(sample_regs))
+    mask = a.mask
+    regs = dict(zip(keys, [sample_regs[i] & mask for i in index], strict=True))
+    if a.zero:
+        regs.update(a.zero)
+    if sp_index >= 0:
+        lo = sample_regs[sp_index] & mask
+        # words past the address space's end are unreadable: _Memory.read() refuses them too
+        hi = min(lo + len(stack), mask + 1)
+    else:
+        lo, hi = 1, 0
+    limit = max_frames if max_frames >= 0 else _HARD_MAX_FRAMES
+    ip, sp_reg, is_x86, arm = a.ip, a.sp, a.is_x86, a.arm
+    frames: list[int] = []
+    append = frames.append
+    get = regs.get
+    steps_get = steps.get
+    seen: set[tuple[int, int]] = set()
+    mem = None
+    exact = True  # pc is an activation address: the first frame's, or a signal frame's caller's
+    trail: list | None = []  # (step, block address) of the fast steps since the split
+    # after the first step: (suffixes, (pc, sp, exact, arch) = key of the replayable rest of
+    # the walk, the registers then, the first step's loop-guard key); False: not recording
+    split = None
+    while True:
+        pc = get(ip)
+        if pc is None:
+            break
+        if pc == 0 or len(frames) > limit:
+            if pc == 0 and trail and split is not None:
+                _record(split, trail, frames, seen, True, stack, lo, a)
+            return frames, len(frames)
+        adj = pc if exact else pc - 1
+        step = steps_get(adj, _MISS)
+        if step is _MISS:
+            step = steps[adj] = _lookup(module_at, adj, a.word)
+        sp = get(sp_reg)
+        new = None
+        if step is None:
+            append(adj)
+            signal = False
         else:
-            self.lo, self.hi = 1, 0
+            (cfa_reg, cfa_arg, signal, first, span, unpack, saved, offsets, ra_i, end,
+             _rules, _ra) = step
+            append(pc if signal else adj)
+            base = get(cfa_reg)
+            if base is not None and first is not None:
+                cfa = (base + cfa_arg) & mask
+                first += cfa
+                if lo <= first and first + span <= hi:
+                    # every rule reads a word inside the stack copy: cannot fail, so the
+                    # registers are updated in place instead of copied
+                    values = unpack(stack, first - lo)
+                    regs[sp_reg] = cfa
+                    for reg, v, off in zip(saved, values, offsets, strict=True):
+                        history[first + off] = v
+                        regs[reg] = v
+                    ra = values[ra_i]
+                    regs[ip] = ra & ~1 if arm else ra
+                    new = regs
+                    if trail is not None:
+                        trail.append((step, first))
+            elif end and base is not None:
+                if trail and split is not None:
+                    trail.append((step, None))
+                    _record(split, trail, frames, seen, False, stack, lo, a)
+                break
+        if new is None:
+            trail = None  # the slow path's outcome is not replayable
+            if mem is None:
+                mem = _Memory(a, stack, lo, hi, module_at, history, kernel_range, frames)
+            if step is not None:
+                new = mem.step(regs, step)
+                if new is _END:
+                    break
+            if new is None:
+                new = mem.fallback(regs)
+                if new is None:
+                    break
+                signal = False
+        cfa = new.get(sp_reg)
+        if cfa is None:
+            cfa = -1
+        key = (pc, cfa)
+        if key in seen:
+            break
+        if is_x86 and not signal and sp is not None and 0 <= cfa <= sp:
+            if trail and split is not None:
+                _record(split, trail, frames, seen, False, stack, lo, a)
+            break
+        seen.add(key)
+        if new is not regs:
+            regs = new
+            get = regs.get
+        exact = signal
+        if split is None:
+            # after the first step: replay the rest of the walk if an earlier sample walked
+            # it from the same state (pc, sp) through the same stack words, else record it
+            suffixes = steps_get(None)
+            if suffixes is None:
+                suffixes = steps[None] = _Suffixes()
+            memo_key = (get(ip), get(sp_reg), exact, a)
+            suffix = suffixes.get(memo_key)
+            if suffix is not None and _replay(suffix, get, seen, stack, lo, hi, history, frames,
+                                              limit):
+                suffixes.replays += 1
+                if suffix[-1]:
+                    return frames, len(frames)
+                break
+            if suffixes.records > _RECORDS_FREE + suffixes.replays // _RECORDS_PER_REPLAY:
+                split = False  # recording has not been paying off in this process
+                trail = None
+            else:
+                split = (suffixes, memo_key, dict(regs), key)
+                trail = []
+    guessed = None if mem is None else mem.guessed
+    return frames, len(frames) if guessed is None else min(guessed, len(frames))
+
+
+class _Suffixes(dict):
+    """(pc, sp, exact, arch) after a walk's first step -> its replayable rest (`_record`)."""
+
+    __slots__ = ("records", "replays", "words")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records = 0  # walks _record was asked to remember
+        self.replays = 0  # walks finished by _replay
+        self.words = 0  # stack words the suffixes read, for _MAX_SUFFIX_WORDS
+
+
+def _record(split: tuple, trail: list, frames: list[int], seen: set,
+            zero_end: bool, stack: memoryview, lo: int, a: _Arch) -> None:
+    """Store the walk since the split (all fast steps, `trail`) under `split` for `_replay`:
+    the registers it reads before writing them and their values at the split, the span and
+    addresses of the stack words it read (one Struct reads them all), which of those decide
+    its course (return addresses, saved stack pointers, registers later steps compute a CFA
+    from: 'control' words), its loop-guard keys and frames, and whether it ended at pc 0."""
+    suffixes, memo_key, at_split, key0 = split
+    suffixes.records += 1
+    word, ip, sp_reg = a.word, a.ip, a.sp
+    written = {ip, sp_reg}  # both are part of `split`
+    inputs: list[int] = []
+    words: dict[int, int] = {}
+    for step, first in trail:
+        if step[0] not in written:
+            inputs.append(step[0])
+        if first is not None:
+            values = step[5](stack, first - lo)
+            words.update(zip([first + off for off in step[7]], values, strict=True))
+            written.update(step[6])
+    if not words:
+        return
+    needed = {sp_reg}
+    control: set[int] = set()
+    for step, first in reversed(trail):
+        if first is not None:
+            for i, (reg, off) in enumerate(zip(step[6], step[7], strict=True)):
+                if i == step[8] or reg in needed:
+                    control.add(first + off)
+        needed.add(step[0])
+    addrs = sorted(words)
+    if any(y - x < word for x, y in pairwise(addrs)):
+        return  # overlapping words: no single Struct reads them
+    letter = "Q" if word == 8 else "I"
+    fmt = "<"
+    pos = addrs[0]
+    for addr in addrs:
+        fmt += f"{addr - pos}x{letter}"
+        pos = addr + word
+    ctl_index = [i for i, addr in enumerate(addrs) if addr in control]
+    ctl = itemgetter(*ctl_index) if ctl_index else _no_control
+    values = tuple(words[addr] for addr in addrs)
+    suffixes.words += len(addrs)
+    if suffixes.words > _MAX_SUFFIX_WORDS:
+        suffixes.clear()
+        suffixes.words = len(addrs)
+    suffixes[memo_key] = (tuple(inputs), tuple(at_split.get(r) for r in inputs), addrs[0], pos,
+                    struct.Struct(fmt).unpack_from, tuple(addrs), ctl, ctl(values),
+                    frozenset(seen - {key0}), tuple(frames[1:]), zero_end)
+
+
+def _no_control(_values: tuple) -> tuple:
+    return ()
+
+
+def _replay(suffix: tuple, get: Callable, seen: set, stack: memoryview, lo: int, hi: int,
+            history: dict[int, int], frames: list[int], limit: int) -> bool:
+    """Finish the walk with a `_record`ed suffix if it would run identically here: same input
+    registers, its words inside this stack copy with the same control words, none of its
+    loop-guard keys seen yet and its frames within the limit. Writes the words' current
+    values to `history`, as the walk would have."""
+    (inputs, input_values, rlo, rhi, unpack, addrs, ctl, ctl_values, keys, rframes,
+     _zero_end) = suffix
+    if not (lo <= rlo and rhi <= hi and len(rframes) <= limit and seen.isdisjoint(keys)
+            and tuple(map(get, inputs)) == input_values):
+        return False
+    values = unpack(stack, rlo - lo)
+    if ctl(values) != ctl_values:
+        return False
+    history.update(zip(addrs, values, strict=True))
+    frames.extend(rframes)
+    return True
+
+
+class _Memory:
+    """Stack memory of one sample as `_walk`'s slow path reads it, and that path's steps."""
+
+    __slots__ = ("t", "word", "mask", "fmt", "unpack", "stack", "lo", "hi", "module_at",
+                 "history", "klo", "khi", "frames", "guessed")
+
+    def __init__(self, a: _Arch, stack: memoryview, lo: int, hi: int, module_at: ModuleAt,
+                 history: dict[int, int], kernel_range: tuple[int, int],
+                 frames: list[int]) -> None:
+        self.t = a.t
+        self.word, self.mask, self.fmt = a.word, a.mask, a.fmt
+        self.unpack = struct.Struct(a.fmt).unpack_from
+        self.stack, self.lo, self.hi = stack, lo, hi
         self.module_at = module_at
         self.history = history
         self.klo, self.khi = kernel_range
-        self.frames: list[int] = []
-        self.guessed: int | None = None
+        self.frames = frames
+        self.guessed: int | None = None  # frame index of the first word taken from history
 
     def read(self, addr: int) -> int | None:
         """One stack word, following the read order of SEMANTICS §11.3."""
-        word = self.t.word
+        word = self.word
         if addr < 0 or addr + word > self.mask + 1:
             return None
         if self.lo <= addr and addr + word <= self.hi:
@@ -148,92 +447,11 @@ class _Unwinder:
             self.guessed = len(self.frames)
         return v
 
-    def run(self, max_frames: int, steps: dict[int, tuple]) -> tuple[list[int], int]:
-        t = self.t
-        frames = self.frames
-        limit = max_frames if max_frames >= 0 else _HARD_MAX_FRAMES
-        regs = self.regs
-        ip_dwarf, sp_dwarf = t.ip_dwarf, t.sp_dwarf
-        word = t.word
-        module_at = self.module_at
-        initial = True
-        callee_signal = False
-        seen: set[tuple[int, int]] = set()
-        is_x86 = ip_dwarf in (8, 16) and sp_dwarf in (4, 7)
-        # for the inlined common case of _step_cfi
-        mask, lo, hi, stack, history = self.mask, self.lo, self.hi, self.stack, self.history
-        arm = t.name == "arm"
-        while True:
-            pc = regs.get(ip_dwarf)
-            if pc is None:
-                break
-            if pc == 0 or len(frames) > limit:
-                self.guessed = len(frames)
-                break
-            exact = initial or callee_signal
-            adj = pc if exact else pc - 1
-            step = steps.get(adj, False)
-            if step is False:
-                mod = module_at(adj)
-                row = None
-                if mod is not None and mod[2] is not None:
-                    row = mod[2].row(adj - mod[1])
-                step = steps[adj] = None if row is None else _compile(row, word)
-            if step is None:
-                frames.append(pc if exact else pc - 1)
-                new = None
-            else:
-                cfa_reg, cfa_arg, _rules, ra_reg, signal, block = step
-                frames.append(pc if exact or signal else pc - 1)
-                new = None
-                base = regs.get(cfa_reg) if block is not None else None
-                if base is not None:
-                    # _step_cfi for a register CFA and a block of saved words inside the copy
-                    cfa = (base + cfa_arg) & mask
-                    first = cfa + block[0]
-                    if lo <= first and first + block[1] <= hi:
-                        new = dict(regs)
-                        new[sp_dwarf] = cfa
-                        values = block[2](stack, first - lo)
-                        for reg, i in block[3]:
-                            v = values[i]
-                            history[first + i * word] = v
-                            new[reg] = v
-                        ra = new.get(ra_reg)
-                        if ra is None:
-                            new = None
-                        else:
-                            new[ip_dwarf] = ra & ~1 if arm else ra
-                    else:
-                        base = None
-                if base is None:
-                    new = self._step_cfi(regs, step)
-            if new is None:
-                new = self._step_fallback(regs)
-                if new is None:
-                    break
-                signal = False
-            if new is _END:
-                break
-            sp = regs.get(sp_dwarf)
-            cfa = new.get(sp_dwarf)
-            if cfa is None:
-                cfa = -1
-            key = (pc, cfa)
-            if key in seen or (is_x86 and not signal and sp is not None and 0 <= cfa <= sp):
-                break
-            seen.add(key)
-            regs = new
-            initial = False
-            callee_signal = signal
-        first = self.guessed if self.guessed is not None else len(frames)
-        return frames, min(first, len(frames))
-
-    def _step_cfi(self, regs: dict[int, int], step: tuple):
-        """Caller registers from a compiled CFI row; None if the rules cannot be evaluated,
-        _END if the return address is undefined (outermost frame)."""
+    def step(self, regs: dict[int, int], step: tuple):
+        """Caller registers from a compiled CFI step, rule by rule; None if the rules cannot be
+        evaluated, _END if the return address is undefined (outermost frame)."""
         mask = self.mask
-        cfa_reg, cfa_arg, rules, ra_reg, _signal, block = step
+        cfa_reg, cfa_arg, *_block, rules, ra_reg = step
         if cfa_reg >= 0:
             base = regs.get(cfa_reg)
             if base is None:
@@ -243,53 +461,42 @@ class _Unwinder:
             cfa = self.eval(cfa_arg, regs, None)
             if cfa is None:
                 return None
+        t = self.t
         new = dict(regs)
-        new[self.t.sp_dwarf] = cfa
-        lo = self.lo
-        if block is not None and lo <= cfa + block[0] and cfa + block[0] + block[1] <= self.hi:
-            # every rule reads a word inside the stack copy
-            first = cfa + block[0]
-            values = block[2](self.stack, first - lo)
-            history = self.history
-            word = self.t.word
-            for reg, i in block[3]:
-                v = values[i]
-                history[first + i * word] = v
+        new[t.sp_dwarf] = cfa
+        for reg, kind, arg in rules:
+            if kind == OFFSET:
+                v = self.read((cfa + arg) & mask)
+            elif kind == VAL_OFFSET:
+                v = (cfa + arg) & mask
+            elif kind == SAME:
+                v = regs.get(reg)
+            elif kind == REGISTER:
+                v = regs.get(arg)
+            elif kind == EXPR:
+                addr = self.eval(arg, regs, cfa)
+                v = None if addr is None else self.read(addr)
+            elif kind == VAL_EXPR:
+                v = self.eval(arg, regs, cfa)
+            elif kind == UNDEF:
+                if reg == ra_reg:
+                    return _END
+                v = None
+            else:
+                v = None
+            if v is None:
+                new.pop(reg, None)
+            else:
                 new[reg] = v
-        else:
-            for reg, kind, arg in rules:
-                if kind == OFFSET:
-                    v = self.read((cfa + arg) & mask)
-                elif kind == VAL_OFFSET:
-                    v = (cfa + arg) & mask
-                elif kind == SAME:
-                    v = regs.get(reg)
-                elif kind == REGISTER:
-                    v = regs.get(arg)
-                elif kind == EXPR:
-                    addr = self.eval(arg, regs, cfa)
-                    v = None if addr is None else self.read(addr)
-                elif kind == VAL_EXPR:
-                    v = self.eval(arg, regs, cfa)
-                elif kind == UNDEF:
-                    if reg == ra_reg:
-                        return _END
-                    v = None
-                else:
-                    v = None
-                if v is None:
-                    new.pop(reg, None)
-                else:
-                    new[reg] = v
         ra = new.get(ra_reg)
         if ra is None:
             return None
-        if self.t.name == "arm":
+        if t.name == "arm":
             ra &= ~1  # Thumb bit is not part of the address
-        new[self.t.ip_dwarf] = ra
+        new[t.ip_dwarf] = ra
         return new
 
-    def _step_fallback(self, regs: dict[int, int]):
+    def fallback(self, regs: dict[int, int]):
         """Frame-pointer step where no CFI covers pc (elfutils' x86_64/aarch64 backends)."""
         t = self.t
         if t.name == "x86_64":
@@ -369,7 +576,7 @@ class _Unwinder:
                     stack.append(v & mask)
                 elif op == 0x03:  # addr
                     stack.append(struct.unpack_from(self.fmt, expr, pos)[0])
-                    pos += self.t.word
+                    pos += self.word
                 elif op == 0x06:  # deref
                     v = self.read(stack.pop())
                     if v is None:
@@ -381,7 +588,7 @@ class _Unwinder:
                     v = self.read(stack.pop())
                     if v is None:
                         return None
-                    stack.append(v & ((1 << (8 * size)) - 1) if size < self.t.word else v)
+                    stack.append(v & ((1 << (8 * size)) - 1) if size < self.word else v)
                 elif op == 0x12:  # dup
                     stack.append(stack[-1])
                 elif op == 0x13:  # drop

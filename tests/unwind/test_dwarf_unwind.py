@@ -259,3 +259,49 @@ def test_register_tables() -> None:
     assert table_for("x86", 1).dwarf_from_perf == (0, 2, 3, 1, 7, 6, 4, 5, 8)
     assert table_for("aarch64", 2).sp_perf == 31 and table_for("arm", 1).ip_perf == 15
     assert table_for("mips", 2) is None
+
+
+# ---------------------------------------------------------------- replayed walk suffixes
+
+
+def test_replayed_suffixes_match_fresh_walks() -> None:
+    # a shared per-process cache replays most walks past their first frame; it must give what
+    # walking every sample from scratch gives, history included
+    mask, samples, mmaps = perfdata_mini.read(str(CORPUS / "recorded" / "dwarf" / "perf.data"))
+    module_at = _address_space("dwarf", "hotloop", mmaps)
+    shared: dict = {}
+    history_shared: dict[int, int] = {}
+    history_fresh: dict[int, int] = {}
+    for s in samples:
+        assert (unwind("x86_64", s.abi, s.regs, mask, s.stack, module_at, history_shared, 1024,
+                       steps=shared)
+                == unwind("x86_64", s.abi, s.regs, mask, s.stack, module_at, history_fresh,
+                          1024))
+        assert history_shared == history_fresh
+    assert shared[None]  # suffixes were recorded
+
+
+def test_replay_follows_changed_stack_words() -> None:
+    # leaf (0x1000): CFA = rsp+8. mid (0x2000): CFA = rsp+24, rbx at cfa-16, ra at cfa-8.
+    # outer (0x3000-0x3100): outermost.
+    rows = [
+        Row((CFA_REG, 7, 8), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100),
+        Row((CFA_REG, 7, 24), {3: (OFFSET, -16), 16: (OFFSET, -8)}, 16, False, 0x2000, 0x2100),
+        Row((CFA_REG, 7, 8), {16: (UNDEF, 0)}, 16, False, 0x3000, 0x3100),
+    ]
+    sp = 0x7FFF_0000
+    mask = (1 << 7) | (1 << 8)
+    steps: dict = {}
+    history: dict[int, int] = {}
+    space = _space(rows)
+
+    def walk(*words: int) -> list[int]:
+        frames, _ = unwind("x86_64", 2, (sp, 0x1010), mask, _words("Q", *words), space,
+                           history, -1, steps=steps)
+        return frames
+
+    assert walk(0x2010, 0, 0xAA, 0x3010) == [0x1010, 0x200F, 0x300F]
+    assert walk(0x2010, 0, 0xBB, 0x3010) == [0x1010, 0x200F, 0x300F]  # replayed
+    assert history[sp + 16] == 0xBB  # the word as this sample has it
+    assert walk(0x2010, 0, 0xBB, 0x3020) == [0x1010, 0x200F, 0x301F]  # return address moved
+    assert walk(0x2010, 0, 0xBB, 0x1050) == [0x1010, 0x200F, 0x104F]  # and into the leaf
