@@ -134,7 +134,8 @@ class Process:
         self.chains: dict[tuple, list[int]] = {}
         self.chains_generation = 0
         # lookup address -> compiled CFI step (unwind.dwarf), valid while this space is unchanged
-        self.unwind_steps: dict[int, tuple | None] = {}
+        # (and, under the key None, the walks it replays); cleared with any mapping change
+        self.unwind_steps: dict[int | None, object] = {}
         # unwound addresses -> location ids, valid while this space is unchanged
         self.unwound: dict[tuple[int, ...], list[int]] = {}
 
