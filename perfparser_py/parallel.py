@@ -33,6 +33,7 @@ from .source import FileSource
 _MIN_BYTES = 2 << 20  # below this, start-up and symbolizing dominate: nothing to win
 _BATCH = 512  # items per marshalled batch
 _LEN = struct.Struct("<I")
+_PIPE_BYTES = 16 << 20  # wanted pipe capacity (capped by the system's pipe-max-size)
 
 # item tags: (tag, ...) tuples
 (FUSED, NUMBERED, CHAIN, FULL, MAPPING, TASK_ITEM, COMM, PROGRESS, PARSE, ATTR, VIOLATION,
@@ -63,6 +64,7 @@ def run_split(r, source) -> int:
     """Run the reading half in a child; replay what it forwards into `r` (a pipeline.Run).
     Returns the exit code of what the input gave (PerfDataError codes); r.finish() follows."""
     rfd, wfd = os.pipe()
+    _widen(wfd)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -78,6 +80,19 @@ def run_split(r, source) -> int:
 
 
 # -- the child: read, order, unwind, forward ---------------------------------------------
+
+def _widen(fd: int) -> None:
+    """Let the reading process run ahead while this one is busy with first resolutions
+    (kallsyms, DWARF indexes): a 64 KiB pipe would stall it after ~1000 samples."""
+    try:
+        import fcntl
+
+        with open("/proc/sys/fs/pipe-max-size") as f:
+            size = min(int(f.read()), _PIPE_BYTES)
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+    except (ImportError, AttributeError, OSError, ValueError):
+        pass  # a smaller pipe only costs overlap
+
 
 class _Forwarder:
     """The child's queue sink: keeps the address spaces (when samples can carry stacks) and
