@@ -26,9 +26,11 @@ def _inputs():
 
 
 def _run(args: list[str], split: str) -> subprocess.CompletedProcess:
+    """Our parser (the frozen executable when PERFPARSER_EXE is set: it forks too)."""
     env = dict(os.environ, PERFPARSER_PY_SPLIT=split)
-    return subprocess.run([sys.executable, "-m", "perfparser_py.cli", *args], env=env,
-                          capture_output=True, timeout=300)
+    exe = os.environ.get("PERFPARSER_EXE")
+    cmd = [exe] if exe else [sys.executable, "-m", "perfparser_py.cli"]
+    return subprocess.run([*cmd, *args], env=env, capture_output=True, timeout=300)
 
 
 @pytest.mark.parametrize("case,data", list(_inputs()))
