@@ -22,12 +22,12 @@ import pickle
 import struct
 import sys
 
-from .ordering import MMAP, SAMPLE, TASK, EventQueue
+from .ordering import EventQueue
 from .perfdata import events as ev
 from .perfdata.attr import SAMPLE_REGS_USER, SAMPLE_STACK_USER
 from .perfdata.errors import PerfDataError
 from .perfdata.fast import FusedSample
-from .pipeline import CHAIN_IDS, CPUMODE_MASK, TASK_EVENTS, Spaces, features_arch, order_hooks
+from .pipeline import CHAIN_IDS, CPUMODE_MASK, Spaces, enqueue, features_arch, order_hooks
 from .source import FileSource
 
 _MIN_BYTES = 2 << 20  # below this, start-up and symbolizing dominate: nothing to win
@@ -198,26 +198,20 @@ def _read(r, source, items: list, send) -> None:
     attrs_seen = []
     queue = EventQueue(fwd, options.buffer_size, options.max_buffer_size)
     put = items.append
+
+    def comm_id(name: bytes) -> int:
+        put((COMM, name))  # the other process defines the string now
+        return -1
+
     try:
         for e in PerfReader(source, fused=True).events():
-            kind = type(e)
-            if kind is FusedSample:
-                queue.add_sample(e[2], e[9], e)
-            elif kind is ev.SampleEvent:
-                queue.add(SAMPLE, e.time, e.size, e)
-            elif kind is ev.MmapEvent:
-                queue.add(MMAP, e.time, e.size, e)
-            elif kind is ev.CommEvent:
-                put((COMM, e.comm))
-                queue.add(TASK, e.time, e.size, (e, -1))
-            elif kind in TASK_EVENTS:
-                queue.add(TASK, e.time, e.size, (e,))
-            elif kind is ev.FinishedRoundEvent:
-                queue.finished_round()
-            elif kind is ev.ProgressEvent:
+            if enqueue(queue, e, comm_id):
+                pass
+            elif type(e) is ev.ProgressEvent:
                 put((PROGRESS, e.fraction))
-            else:
+            else:  # what the other process handles when read: its effect on this side first
                 order_hooks(queue, e)
+                kind = type(e)
                 if kind is ev.FeaturesEvent:
                     arch_name = features_arch(e.features, arch_name, spaces.finder)
                 elif kind is ev.DataStartEvent:
@@ -225,7 +219,7 @@ def _read(r, source, items: list, send) -> None:
                     spaces.set_arch(arch_name)
                     fwd.mirror = any(a.sample_type & (SAMPLE_REGS_USER | SAMPLE_STACK_USER)
                                      for a in attrs_seen)
-                if kind is ev.AttrEvent:
+                elif kind is ev.AttrEvent:
                     attrs_seen.append(e.attr)
                 put((PARSE, pickle.dumps(e)))
             if len(items) >= _BATCH:

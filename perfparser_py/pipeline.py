@@ -338,22 +338,8 @@ class Run:
 
     def reader_event(self, e) -> None:
         """Serial path: one event as the reader yields it."""
-        kind = type(e)
-        queue = self.queue
-        if kind is FusedSample:
-            queue.add_sample(e[2], e[9], e)
-        elif kind is ev.SampleEvent:
-            queue.add(SAMPLE, e.time, e.size, e)
-        elif kind is ev.MmapEvent:
-            queue.add(MMAP, e.time, e.size, e)
-        elif kind is ev.CommEvent:
-            queue.add(TASK, e.time, e.size, (e, self.comm_string(e.comm)))
-        elif kind in TASK_EVENTS:
-            queue.add(TASK, e.time, e.size, (e,))
-        elif kind is ev.FinishedRoundEvent:
-            queue.finished_round()
-        else:
-            order_hooks(queue, e)
+        if not enqueue(self.queue, e, self.comm_string):
+            order_hooks(self.queue, e)
             self.parse_event(e)
 
     def comm_string(self, comm: bytes) -> int:
@@ -399,6 +385,28 @@ class Run:
 
 CHAIN_IDS = 1 << 16  # numbered call chains (split runs) kept before starting afresh
 TASK_EVENTS = (ev.ForkEvent, ev.ExitEvent, ev.LostEvent, ev.SwitchEvent)
+
+
+def enqueue(queue: EventQueue, e, comm_id) -> bool:
+    """Hand `e` to the time-ordering queue if it goes there (samples, mmaps, task events,
+    round ends); False for the events handled when read. comm_id(name) is a COMM's string id,
+    defined when the COMM is read."""
+    kind = type(e)
+    if kind is FusedSample:
+        queue.add_sample(e[2], e[9], e)
+    elif kind is ev.SampleEvent:
+        queue.add(SAMPLE, e.time, e.size, e)
+    elif kind is ev.MmapEvent:
+        queue.add(MMAP, e.time, e.size, e)
+    elif kind is ev.CommEvent:
+        queue.add(TASK, e.time, e.size, (e, comm_id(e.comm)))
+    elif kind in TASK_EVENTS:
+        queue.add(TASK, e.time, e.size, (e,))
+    elif kind is ev.FinishedRoundEvent:
+        queue.finished_round()
+    else:
+        return False
+    return True
 
 
 def order_hooks(queue: EventQueue, e) -> None:
