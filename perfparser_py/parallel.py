@@ -72,11 +72,23 @@ def run_split(r, source) -> int:
         os.close(rfd)
         _child(r, source, wfd)
     os.close(wfd)
+    reaped = False
     try:
         with os.fdopen(rfd, "rb", buffering=1 << 16) as pipe:
             return _replay(r, pipe)
+    except _Vanished:
+        _, status = os.waitpid(pid, 0)
+        reaped = True
+        how = (f"killed by signal {-os.waitstatus_to_exitcode(status)}"
+               if os.WIFSIGNALED(status) else f"exit status {os.waitstatus_to_exitcode(status)}")
+        raise RuntimeError(f"the reading process ended unexpectedly ({how})") from None
     finally:
-        os.waitpid(pid, 0)
+        if not reaped:
+            os.waitpid(pid, 0)
+
+
+class _Vanished(Exception):
+    """The reading process's stream ended without its end item."""
 
 
 # -- the child: read, order, unwind, forward ---------------------------------------------
@@ -242,7 +254,7 @@ def _replay(r, pipe) -> int:
         head = pipe.read(4)
         blob = pipe.read(_LEN.unpack(head)[0]) if len(head) == 4 else b""
         if not blob:
-            raise RuntimeError("the reading process ended unexpectedly")
+            raise _Vanished
         for item in marshal.loads(blob):
             tag = item[0]
             if tag == NUMBERED:

@@ -81,7 +81,7 @@ def test_a_reading_process_that_dies_is_an_error_here(monkeypatch):
         os._exit(3)
 
     monkeypatch.setattr(parallel._Forwarder, "sample", die)
-    with pytest.raises(RuntimeError, match="ended unexpectedly"):
+    with pytest.raises(RuntimeError, match=r"ended unexpectedly \(exit status 3\)"):
         _run_in_process(monkeypatch, RECORDED / "fp" / "perf.data")
 
 
