@@ -3,15 +3,17 @@
 A forked child reads the input, orders it (EventQueue) and unwinds DWARF stacks against its
 own copy of the address spaces (pipeline.Spaces); this process symbolizes and writes. The
 child forwards, in order, everything the serial path would do with the events in this
-process: the parse-time events and each event the queue hands out (a DWARF sample with its
-unwinding result instead of its stack). They travel through a pipe as marshalled batches of
-plain tuples and are replayed here through the same Run and Sink code, so the output is
-byte-identical to a serial run (tests/test_parallel.py compares them).
+process: the parse-time events and each event the queue hands out. A DWARF sample travels
+with its unwinding result instead of its registers and stack, and a repeated frame-pointer
+call chain as the number the child gave it (Sink.numbered_sample). Items are plain tuples
+sent as marshalled batches through a pipe and replayed here through the same Run and Sink
+code, so the output is byte-identical to a serial run (tests/test_parallel.py compares them).
 
 Used for regular-file input of at least _MIN_BYTES when two CPUs are available;
 `PERFPARSER_PY_SPLIT=0` turns it off, `=1` forces it (tests). Not for `--print-stats`
 (nothing to split) or with debuginfod configured (downloads would run in both processes).
-The pipe bounds memory: the child blocks while this process is behind.
+The pipe bounds memory: the child blocks while this process is behind. If the child dies,
+this process reports how it ended (RuntimeError) after what was already replayed.
 """
 
 from __future__ import annotations
@@ -94,8 +96,8 @@ class _Vanished(Exception):
 # -- the child: read, order, unwind, forward ---------------------------------------------
 
 def _widen(fd: int) -> None:
-    """Let the reading process run ahead while this one is busy with first resolutions
-    (kallsyms, DWARF indexes): a 64 KiB pipe would stall it after ~1000 samples."""
+    """Let the child run ahead while the parent is busy with first resolutions (kallsyms,
+    DWARF indexes): a 64 KiB pipe would stall it after ~1000 samples."""
     try:
         import fcntl
 
