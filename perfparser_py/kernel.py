@@ -70,10 +70,6 @@ class Kallsyms:
     def __len__(self) -> int:
         return len(self._addrs)
 
-    @property
-    def parsed(self) -> Kallsyms:
-        return self
-
     @staticmethod
     def cached_path(debug_paths: list[str], build_id: bytes) -> str | None:
         """First `D/[kernel.kallsyms]/<hex id>/kallsyms` (perf's build-id cache) that exists."""
@@ -84,9 +80,8 @@ class Kallsyms:
         return None
 
     @staticmethod
-    def load(path: str, parsed: Kallsyms | None = None) -> Kallsyms | RecordedKallsyms:
-        """Parse `path`; raises KallsymsError with upstream's message on failure. `parsed`:
-        the table of this file, parsed already (by a split run's reading process)."""
+    def load(path: str) -> Kallsyms | RecordedKallsyms:
+        """Parse `path`; raises KallsymsError with upstream's message on failure."""
         try:
             with open(path, "rb") as f:
                 data = f.read()
@@ -100,29 +95,17 @@ class Kallsyms:
 
         cache = current()
         if cache is None:
-            return parsed if parsed is not None else Kallsyms.parse(data)
+            return Kallsyms.parse(data)
         # the persistent cache keeps the answers per content: a warm run parses nothing
         import hashlib
 
         rec = cache.record("kallsyms", hashlib.sha256(data).hexdigest())
         table = None
         if rec.data.get("parsed") is not True:
-            # raises for a bad file: nothing is recorded
-            table = parsed if parsed is not None else Kallsyms.parse(data)
+            table = Kallsyms.parse(data)  # raises for a bad file: nothing is recorded
             rec.data["parsed"] = True
             rec.dirty = True
         return RecordedKallsyms(rec, data, table)
-
-    def packed(self) -> tuple[bytes, bytes]:
-        """The table as (addresses as native u64s, lines joined by newlines): cheaper to move
-        between processes than two lists (unpacked()). Lines never hold a newline."""
-        return array("Q", self._addrs).tobytes(), b"\n".join(self._lines)
-
-    @staticmethod
-    def unpacked(addrs: bytes, lines: bytes) -> Kallsyms:
-        table = array("Q")
-        table.frombytes(addrs)
-        return Kallsyms(table.tolist(), lines.split(b"\n"))
 
     @staticmethod
     def parse(data: bytes) -> Kallsyms:
@@ -187,11 +170,6 @@ class RecordedKallsyms:
         if type(hits) is not dict:
             hits = rec.data["lookups"] = {}
         self._hits: dict[int, tuple[int, str, str] | None] = hits
-
-    @property
-    def parsed(self) -> Kallsyms | None:
-        """The table, if this run parsed it (a warm cache answers without)."""
-        return self._table
 
     def _parsed(self) -> Kallsyms:
         if self._table is None:

@@ -39,7 +39,7 @@ _PIPE_BYTES = 16 << 20  # wanted pipe capacity (capped by the system's pipe-max-
 
 # item tags: (tag, ...) tuples
 (FUSED, NUMBERED, CHAIN, FULL, MAPPING, TASK_ITEM, COMM, PROGRESS, PARSE, ATTR, VIOLATION,
- KALLSYMS, ERROR, CRASH, END) = range(15)
+ ERROR, CRASH, END) = range(14)
 _TASK_TYPES = (ev.ForkEvent, ev.ExitEvent, ev.CommEvent, ev.LostEvent, ev.SwitchEvent)
 _TASK_CODE = {t: i for i, t in enumerate(_TASK_TYPES)}
 _new = tuple.__new__
@@ -210,7 +210,6 @@ def _read(r, source, items: list, send) -> None:
     spaces.set_arch(arch_name)
     fwd = _Forwarder(items, spaces)
     attrs_seen = []
-    kernel_hits = False  # the build-id table lists the kernel: its symbols will be needed
     queue = EventQueue(fwd, options.buffer_size, options.max_buffer_size)
     put = items.append
 
@@ -229,9 +228,6 @@ def _read(r, source, items: list, send) -> None:
                 kind = type(e)
                 if kind is ev.FeaturesEvent:
                     arch_name = features_arch(e.features, arch_name, spaces.finder)
-                    r.features_kallsyms(e.features)  # this copy of the run picks the same file
-                    kernel_hits = any(name == b"[kernel.kallsyms]"
-                                      for _pid, _bid, name in e.features.build_ids)
                 elif kind is ev.DataStartEvent:
                     # file mode: every attribute is known before the first record
                     spaces.set_arch(arch_name)
@@ -240,27 +236,11 @@ def _read(r, source, items: list, send) -> None:
                 elif kind is ev.AttrEvent:
                     attrs_seen.append(e.attr)
                 put((PARSE, pickle.dumps(e)))
-                if kind is ev.DataStartEvent and kernel_hits:
-                    send()  # the other process prefetches while kallsyms is parsed here
-                    _parse_kallsyms(r.sink.symbolizer.kallsyms_path, put)
             if len(items) >= _BATCH:
                 send()
     except PerfDataError as err:
         put((ERROR, str(err), err.exit_code))
     queue.finish()
-
-
-def _parse_kallsyms(path: str, put) -> None:
-    """Forward the parsed kallsyms of `path` (nothing when it fails, or when a warm cache
-    answers without parsing: the other process then does what it always does)."""
-    from .kernel import Kallsyms, KallsymsError
-
-    try:
-        table = Kallsyms.load(path).parsed
-    except KallsymsError:
-        return
-    if table is not None:
-        put((KALLSYMS, path, *table.packed()))
 
 
 # -- this process: replay -----------------------------------------------------------------
@@ -297,14 +277,7 @@ def _replay(r, pipe) -> int:
             elif tag == PROGRESS:
                 r.parse_event(ev.ProgressEvent(item[1]))
             elif tag == PARSE:
-                e = pickle.loads(item[1])
-                r.parse_event(e)
-                if type(e) is ev.DataStartEvent:
-                    r.prefetch()
-            elif tag == KALLSYMS:
-                from .kernel import Kallsyms
-
-                r.sink.symbolizer.adopt_kallsyms(item[1], Kallsyms.unpacked(item[2], item[3]))
+                r.parse_event(pickle.loads(item[1]))
             elif tag == ATTR:
                 attrs.append(pickle.loads(item[1]))
             elif tag == VIOLATION:

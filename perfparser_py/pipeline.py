@@ -335,7 +335,6 @@ class Run:
                                 options.max_buffer_size)
         self.arch_name = options.arch or os.uname().machine  # pipe mode knows no other
         self.sink.set_arch(self.arch_name)
-        self.build_ids: list[tuple[int, bytes, bytes]] = []  # FEATURES: files with samples
 
     def reader_event(self, e) -> None:
         """Serial path: one event as the reader yields it."""
@@ -364,28 +363,12 @@ class Run:
         elif kind is ev.FeaturesEvent:
             f = e.features
             self.arch_name = features_arch(f, self.arch_name, self.finder)
-            self.features_kallsyms(f)
-            self.build_ids = f.build_ids
+            if self.options.kallsyms is None:
+                _kallsyms_from_build_id(self.sink.symbolizer, self.finder, f.build_ids)
             if not self.stats_mode:
                 self.writer.features(_features_message(f, self.arch_name))
         elif kind is ev.DataStartEvent:
             self.sink.set_arch(self.arch_name)  # the ARCH feature, read before any record
-
-    def features_kallsyms(self, f) -> None:
-        """Without --kallsyms, the recording kernel's kallsyms from perf's build-id cache."""
-        if self.options.kallsyms is None:
-            _kallsyms_from_build_id(self.sink.symbolizer, self.finder, f.build_ids)
-
-    def prefetch(self) -> None:
-        """Build the symbol tables and DWARF unit indexes of the user-space files the
-        build-id table lists (perf lists the files that have samples): a split run does this
-        while the other process reads and parses kallsyms. It writes no message."""
-        for _pid, _bid, filename in self.build_ids:
-            if is_special(filename) or b".ko" in filename:
-                continue  # kernel code and modules are found and read differently
-            _local, image = self.finder.find(filename)
-            if image is not None:
-                self.sink.symbolizer.prefetch(image)
 
     def finish(self, code: int) -> int:
         """End of input (or of what could be decoded): flush the queue, write the rest."""

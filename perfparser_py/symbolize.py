@@ -28,7 +28,6 @@ class Symbolizer:
         self.kallsyms_path = kallsyms_path
         self._kallsyms = None
         self._kallsyms_failed = False
-        self._kallsyms_parsed = None  # (path, Kallsyms) parsed elsewhere: adopt_kallsyms()
         self._perf_map_path = perf_map_path
         self._dwarf: dict[int, object] = {}  # id(image) -> DwarfInfo | None
         # (recorded path, local path) -> string ids of (binary, path, actual path)
@@ -211,31 +210,13 @@ class Symbolizer:
             self._dwarf[key] = info
             return info
 
-    def prefetch(self, image: ElfImage) -> None:
-        """Build now what the first resolution in `image` will need (symbol table, DWARF unit
-        index): a split run does it while the other process parses kallsyms. No messages."""
-        image.prepare()
-        dwarf = self._dwarf_for(image)
-        if dwarf is not None:
-            dwarf.prepare()
-
     # -- kernel and JIT ------------------------------------------------------------------
-    def adopt_kallsyms(self, path: str, table) -> None:
-        """The Kallsyms of `path`, parsed by a split run's reading process: used instead of
-        parsing it again if `path` is still the file to use when a kernel address comes
-        (errors are still found and reported here, at that point)."""
-        self._kallsyms_parsed = path, table
-
     def _kernel_symbol(self, ip: int):
         if self._kallsyms is None and not self._kallsyms_failed:
             from .kernel import Kallsyms, KallsymsError
 
-            parsed = None
-            if self._kallsyms_parsed is not None and self._kallsyms_parsed[0] == self.kallsyms_path:
-                parsed = self._kallsyms_parsed[1]
-            self._kallsyms_parsed = None
             try:
-                self._kallsyms = Kallsyms.load(self.kallsyms_path, parsed)
+                self._kallsyms = Kallsyms.load(self.kallsyms_path)
             except KallsymsError as err:
                 self._kallsyms_failed = True
                 message = f'Failed to parse kernel symbol mapping file "{self.kallsyms_path}": {err}'

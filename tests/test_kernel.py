@@ -75,27 +75,3 @@ def test_cached_path(tmp_path: Path) -> None:
     target.write_text("ffffffff81000000 T _text\n")
     assert Kallsyms.cached_path([str(tmp_path / "d1"), "", str(tmp_path / "d2")], bid) == str(
         target)
-
-
-def test_packed_table_travels_intact(corpus_dir: Path) -> None:
-    """A split run's reading process sends its parsed table as two byte strings."""
-    table = Kallsyms.load(str(corpus_dir / "kallsyms/kallsyms.gz")).parsed
-    back = Kallsyms.unpacked(*table.packed())
-    assert len(back) == len(table) > 1000
-    rng = random.Random(5)
-    for addr in rng.sample(table._addrs, 300):
-        assert back.lookup(addr) == table.lookup(addr)
-        assert back.lookup(addr + 7) == table.lookup(addr + 7)
-
-
-def test_adopted_table_only_for_its_path(tmp_path: Path) -> None:
-    from perfparser_py.symbolize import Symbolizer
-
-    good = tmp_path / "kallsyms"
-    good.write_text("ffffffff81000000 T _text\nffffffff81000100 T start_kernel\n")
-    other = Kallsyms.unpacked(*Kallsyms.parse(
-        b"ffffffff81000000 T other_text\nffffffff81000100 T other_start\n").packed())
-    for adopted_path, expected in ((str(good), "other_start"), ("/elsewhere", "start_kernel")):
-        sym = Symbolizer(None, str(good), None)
-        sym.adopt_kallsyms(adopted_path, other)
-        assert sym._kernel_symbol(0xFFFFFFFF81000104)[1] == expected

@@ -185,14 +185,6 @@ class DwarfInfo:
 
     # ------------------------------------------------------------------ public
 
-    def prepare(self) -> None:
-        """Build the unit index now (the first lookup builds it otherwise; a malformed unit
-        fails that lookup as before)."""
-        try:
-            self._cu_index()
-        except _MALFORMED:
-            pass
-
     def line_at(self, vaddr: int) -> tuple[bytes, int, int] | None:
         """(absolute file path, line, column) of the line-table row for `vaddr`."""
         try:
@@ -1292,11 +1284,6 @@ class RecordedDwarf:
         if self._info is None:
             self._info = DwarfInfo.decode(self._image)
         return self._info
-
-    def prepare(self) -> None:
-        """As DwarfInfo.prepare when this run decodes the DWARF (a warm record does not)."""
-        if self._info is not None:
-            self._info.prepare()
 
     def line_at(self, vaddr: int) -> tuple[bytes, int, int] | None:
         try:

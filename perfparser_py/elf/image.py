@@ -444,11 +444,6 @@ class ElfImage:
 
     # ----------------------------------------------------------------- symbols
 
-    def prepare(self) -> None:
-        """Build the symbol table now (it is built on the first symbol_at otherwise)."""
-        if self._syms is None:
-            self._syms = self._symbols()
-
     def symbol_at(self, vaddr: int) -> tuple[str, int, int] | None:
         """(demangled name, st_value, st_size) of the symbol covering ELF address `vaddr`."""
         syms = self._syms
