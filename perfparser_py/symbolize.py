@@ -101,20 +101,25 @@ class Symbolizer:
     def _unmapped(self, proc: Process, ip: int, is_kernel: bool) -> int:
         pid = proc.pid
         if pid != KERNEL_PID and not proc.perf_map:
-            # Hot on frame-pointer files whose chains hold many such addresses: what
-            # _without_image does, minus the function location, defined on the first call.
+            # Hot on frame-pointer files whose chains hold many such addresses: they all
+            # share one (unnamed) function location per process, defined on the first one.
             parent = self._unmapped_parents.get(pid)
-            if parent is not None:
-                return self.emit.location(ip, 0, -1, pid, 0, 0, parent, -1)
-            lid = self._without_image(proc, None, ip, is_kernel, -1, -1, -1)
-            # the function location that call defined (and symbolized)
-            self._unmapped_parents[pid] = self.emit.location(0, 0, -1, pid, 0, 0, -1, -1)
-            return lid
-        return self._without_image(proc, None, ip, is_kernel, -1, -1, -1)
+            if parent is None:
+                parent = self._unmapped_parents[pid] = self._function_without_image(
+                    proc, None, ip, is_kernel, -1, -1, -1)
+        else:
+            parent = self._function_without_image(proc, None, ip, is_kernel, -1, -1, -1)
+        return self.emit.location(ip, 0, -1, pid, 0, 0, parent, -1)
 
-    def _without_image(self, proc: Process, m: Mapping | None, ip: int, is_kernel: bool,
+    def _without_image(self, proc: Process, m: Mapping, ip: int, is_kernel: bool,
                        binary: int, path: int, actual: int) -> int:
-        """An address without ELF: kallsyms for the kernel, the perf-PID.map for user space."""
+        parent = self._function_without_image(proc, m, ip, is_kernel, binary, path, actual)
+        return self.emit.location(ip, 0, -1, proc.pid, 0, 0, parent, path)
+
+    def _function_without_image(self, proc: Process, m: Mapping | None, ip: int,
+                                is_kernel: bool, binary: int, path: int, actual: int) -> int:
+        """The symbolized function location of an address without ELF: kallsyms for the
+        kernel, the perf-PID.map for user space."""
         emit = self.emit
         pid = proc.pid
         if pid == KERNEL_PID:
@@ -134,7 +139,7 @@ class Symbolizer:
         if not emit.has_symbol(parent):
             name = emit.string(name_bytes)
             emit.symbol(parent, name, binary, path, is_kernel, 0, 0, actual, False)
-        return emit.location(ip, 0, -1, pid, 0, 0, parent, path)
+        return parent
 
     def _in_image(self, image: ElfImage, m: Mapping, ip, pid, is_kernel, binary, path, actual):
         emit = self.emit
