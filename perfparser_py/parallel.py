@@ -266,7 +266,7 @@ def _replay(r, pipe) -> int:
             elif tag == FUSED:
                 sample(item[1:])
             elif tag == FULL:
-                full(_new(ev.SampleEvent, (attrs[item[1]],) + item[3:]), item[2], True)
+                full(_new(ev.SampleEvent, (attrs[item[1]],) + item[3:]), item[2])
             elif tag == MAPPING:
                 mmap(_new(ev.MmapEvent, item[1:]))
             elif tag == TASK_ITEM:

@@ -25,6 +25,7 @@ from .tracepoints import Tracepoints
 
 CPUMODE_MASK, CPUMODE_USER = 7, 2
 TRACEPOINT = 2
+_UNWIND_HERE = object()  # Sink.full_sample: no outcome given
 
 
 class Spaces:
@@ -189,23 +190,9 @@ class Sink(Spaces):
         self.writer.sample_one(pid, tid, time, cpu, frames, self.attrs.attribute_id(sid), period)
 
     def _fused_frames(self, pid: int, ip: int, callchain, misc: int) -> list[int]:
-        session = self.session
-        proc = session.processes.get(pid)
-        if proc is None:
-            proc = session.process(pid)
-        if callchain and proc.perf_map is False:
-            # _recorded_frames without its calls (the common case: no perf map to refresh)
-            klo, khi = session.kernel_range
-            cpumode = misc & CPUMODE_MASK
-            frames = self.symbolizer.callchain(
-                proc, session.kernel, session.kernel_generation, callchain, ip,
-                cpumode == CPUMODE_USER or (cpumode == 0 and not klo <= ip < khi), ())
-        else:
-            frames, _ = self._recorded_frames(proc, ip, callchain, (), misc)
-        if not frames:
-            klo, khi = session.kernel_range
-            frames = [self._ip_frame(proc, ip, klo <= ip < khi)]
-        return frames
+        proc = self.session.process(pid)
+        frames, in_kernel = self._recorded_frames(proc, ip, callchain, (), misc)
+        return frames or [self._ip_frame(proc, ip, in_kernel)]
 
     def define_chain(self, cid: int, callchain: tuple[int, ...]) -> None:
         """Split runs: the reading process numbered a (pid, call chain, ip, cpu mode) `cid`;
@@ -252,14 +239,14 @@ class Sink(Spaces):
         """The only frame of a sample without a stack: its ip."""
         return self.symbolizer.frame(self.session.kernel if in_kernel else proc, ip, in_kernel)
 
-    def full_sample(self, e, outcome=None, unwound: bool = False) -> None:
-        """A SampleEvent; `outcome` is its unwind_outcome() when `unwound` (computed by the
-        reading process of a split run), else it is computed here."""
+    def full_sample(self, e, outcome=_UNWIND_HERE) -> None:
+        """A SampleEvent; `outcome` is its unwind_outcome(), computed here unless the reading
+        process of a split run did."""
         pid = e.pid
         proc = self.session.process(pid)
         ip = e.ip
         frames, in_kernel = self._recorded_frames(proc, ip, e.callchain, e.branch_stack, e.misc)
-        if not unwound:
+        if outcome is _UNWIND_HERE:
             outcome = self.unwind_outcome(e, proc)
         guessed = 0
         if outcome is False:
