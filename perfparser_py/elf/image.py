@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from ..cache import CacheRecord
 
 ET_EXEC = 2
-ET_DYN = 3
 PT_LOAD = 1
 PT_NOTE = 4
 PF_X = 1
@@ -416,11 +415,6 @@ class ElfImage:
                           key=lambda s: s.addr)
             self._alloc = ([s.addr for s in secs], secs)
         return self._alloc
-
-    def section_at(self, vaddr: int) -> str | None:
-        """Name of the allocated section containing `vaddr`."""
-        sec = self._section_containing(vaddr)
-        return None if sec is None else sec.name
 
     def _section_containing(self, vaddr: int) -> _Section | None:
         addrs, secs = self._alloc_sections()
