@@ -29,7 +29,15 @@ from .perfdata import events as ev
 from .perfdata.attr import SAMPLE_REGS_USER, SAMPLE_STACK_USER
 from .perfdata.errors import PerfDataError
 from .perfdata.fast import FusedSample
-from .pipeline import CHAIN_IDS, CPUMODE_MASK, Spaces, enqueue, features_arch, order_hooks
+from .pipeline import (
+    CHAIN_IDS,
+    CPUMODE_MASK,
+    TASK_EVENTS,
+    Spaces,
+    enqueue,
+    features_arch,
+    order_hooks,
+)
 from .source import FileSource
 
 _MIN_BYTES = 2 << 20  # below this, start-up and symbolizing dominate: nothing to win
@@ -40,7 +48,7 @@ _PIPE_BYTES = 16 << 20  # wanted pipe capacity (capped by the system's pipe-max-
 # item tags: (tag, ...) tuples
 (FUSED, NUMBERED, CHAIN, FULL, MAPPING, TASK_ITEM, COMM, PROGRESS, PARSE, ATTR, VIOLATION,
  ERROR, CRASH, END) = range(14)
-_TASK_TYPES = (ev.ForkEvent, ev.ExitEvent, ev.CommEvent, ev.LostEvent, ev.SwitchEvent)
+_TASK_TYPES = (ev.CommEvent, *TASK_EVENTS)  # a TASK_ITEM names its event type by index
 _TASK_CODE = {t: i for i, t in enumerate(_TASK_TYPES)}
 _new = tuple.__new__
 
