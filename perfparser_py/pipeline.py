@@ -186,11 +186,10 @@ class Sink(Spaces):
         # the common frame-pointer case: what full_sample does for an event without read
         # values, branch stack, user regs/stack or raw data
         pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
-        frames = self._fused_frames(pid, ip, callchain, misc)
+        frames = self._fused_frames(self.session.process(pid), ip, callchain, misc)
         self.writer.sample_one(pid, tid, time, cpu, frames, self.attrs.attribute_id(sid), period)
 
-    def _fused_frames(self, pid: int, ip: int, callchain, misc: int) -> list[int]:
-        proc = self.session.process(pid)
+    def _fused_frames(self, proc, ip: int, callchain, misc: int) -> list[int]:
         frames, in_kernel = self._recorded_frames(proc, ip, callchain, (), misc)
         return frames or [self._ip_frame(proc, ip, in_kernel)]
 
@@ -208,15 +207,15 @@ class Sink(Spaces):
         A repeat skips hashing the chain while the symbolizer's memo that gave its frames is
         unchanged: it replaces the process's memo dict (never clears it in place) whenever
         entries become invalid, so the dict's identity and the kernel generation decide."""
-        proc = self.session.processes.get(pid)
+        proc = self.session.process(pid)
         hit = self._frames_by_id.get(cid)
-        if (hit is not None and proc is not None and hit[0] is proc.chains
+        if (hit is not None and hit[0] is proc.chains
                 and proc.chains_generation == self.session.kernel_generation
                 and proc.perf_map is False):
             frames = hit[1]
         else:
-            frames = self._fused_frames(pid, ip, self._chain_by_id[cid], misc)
-            self._frames_by_id[cid] = (self.session.process(pid).chains, frames)
+            frames = self._fused_frames(proc, ip, self._chain_by_id[cid], misc)
+            self._frames_by_id[cid] = (proc.chains, frames)
         self.writer.sample_one(pid, tid, time, cpu, frames, self.attrs.attribute_id(sid), period)
 
     def _recorded_frames(self, proc, ip: int, callchain, branch_stack, misc: int):
