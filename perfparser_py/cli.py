@@ -10,7 +10,6 @@ import gc
 import os
 import signal
 import sys
-from dataclasses import dataclass
 
 APP_VERSION = "10.0"
 
@@ -50,8 +49,10 @@ class UsageError(Exception):
     """Command-line syntax error: exit 1 like Qt's parser."""
 
 
-@dataclass
 class Options:
+    """A run's settings; the class attributes are the defaults (a plain class: the options
+    are read before the worker fork, which wants few modules imported)."""
+
     input: str | None = None
     host: str | None = None
     port: int = 9327
@@ -69,6 +70,13 @@ class Options:
     print_stats: bool = False
     protocol: str | None = None
     no_cache: bool = False
+
+    def debug_paths(self) -> list[str]:
+        """The --debug directories, by default <sysroot>/usr/lib/debug, ~/.debug and .debug."""
+        paths = self.debug
+        if paths is None:
+            paths = self.sysroot + "/usr/lib/debug:" + os.path.expanduser("~/.debug") + ":.debug"
+        return [p for p in paths.split(":") if p]
 
 
 def parse_args(argv: list[str]) -> dict[str, str | bool]:
@@ -199,19 +207,30 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         _error(f"cannot open output file {out_path}: {err.strerror}")
         return CANNOT_OPEN
+    worker = None
     try:
+        try:
+            options = make_options(values)
+        except ValueError as err:
+            print(err, file=sys.stderr)
+            return INVALID_OPTION
+        if not options.print_stats and os.environ.get("PERFPARSER_PY_SPLIT") != "0":
+            # forked before the big imports: a small process to copy
+            from .kernel import KallsymsWorker, likely_path
+
+            worker = KallsymsWorker.start(
+                likely_path(options.kallsyms, options.sysroot, options.debug_paths()))
         from .flavour import FlavourError, choose_flavour
 
         try:
-            options = make_options(values)
             options.protocol = choose_flavour(options.protocol, os.environ)
-        except (ValueError, FlavourError) as err:
+        except FlavourError as err:
             print(err, file=sys.stderr)
             return INVALID_OPTION
         from .pipeline import run
 
         gc.freeze()  # module-level objects of the imports: never garbage, never rescanned
-        return run(options, out)
+        return run(options, out, worker)
     except BrokenPipeError:
         # the reader (hotspot) went away: die quietly the way upstream does, by SIGPIPE
         try:
@@ -229,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
                "(set PERFPARSER_TRACEBACK=1 for details)")
         return DATA_ERROR
     finally:
+        if worker is not None:
+            worker.close()
         cache = sys.modules.get("perfparser_py.cache")
         if cache is not None:
             cache.set_current(None)  # the next in-process run decides anew
@@ -239,5 +260,17 @@ def main(argv: list[str] | None = None) -> int:
                 pass
 
 
+def entry() -> None:
+    """The executables' entry point: main(), then exit without tearing the interpreter down
+    (freeing a run's millions of objects one by one only delays the end hotspot waits for)."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed, or set to None
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

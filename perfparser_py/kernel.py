@@ -5,9 +5,12 @@ from __future__ import annotations
 import bisect
 import gzip
 import os
+import struct
 import sys
 import zlib
 from array import array
+from itertools import accumulate
+from operator import itemgetter
 
 
 class KallsymsError(Exception):
@@ -29,6 +32,9 @@ def _address(token: bytes) -> int:
         raise KallsymsError("Invalid address: " + token.decode("utf-8", "replace")) from None
 
 
+_HEAD = itemgetter(slice(0, 20))
+
+
 def _regular(lines: list[bytes]) -> array | None:
     """Addresses of `lines` if every one is `<16 hex> <type> <name>...`, else None.
 
@@ -37,7 +43,7 @@ def _regular(lines: list[bytes]) -> array | None:
     cheaper than splitting every line.
     """
     n = len(lines)
-    heads = b"".join([line[:20] for line in lines])
+    heads = b"".join(map(_HEAD, lines))
     if len(heads) != 20 * n or heads[16::20].count(b" ") != n or heads[18::20].count(b" ") != n:
         return None
     for col in (heads[17::20], heads[19::20]):
@@ -63,9 +69,10 @@ def _regular(lines: list[bytes]) -> array | None:
 class Kallsyms:
     """Sorted kernel symbol table: address -> (name, module), lines decoded on lookup."""
 
-    def __init__(self, addrs: list[int], lines: list[bytes]) -> None:
+    def __init__(self, addrs: list[int], lines: list[bytes], text: bytes | None = None) -> None:
         self._addrs = addrs  # ascending; equal addresses keep file order
         self._lines = lines  # the raw line of each entry
+        self._text = text  # the lines joined by newlines (a final one aside), if at hand
 
     def __len__(self) -> int:
         return len(self._addrs)
@@ -80,29 +87,28 @@ class Kallsyms:
         return None
 
     @staticmethod
-    def load(path: str) -> Kallsyms | RecordedKallsyms:
-        """Parse `path`; raises KallsymsError with upstream's message on failure."""
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-            if data[:2] == b"\x1f\x8b":
-                data = gzip.decompress(data)
-        except OSError as e:
-            raise KallsymsError(e.strerror or str(e)) from None
-        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-            raise KallsymsError(f"corrupt gzip data: {e}") from None
+    def load(path: str, worker: KallsymsWorker | None = None) -> Kallsyms | RecordedKallsyms:
+        """Parse `path` (or take `worker`'s table of it); raises KallsymsError with upstream's
+        message on failure."""
+        done = worker.table(path) if worker is not None else None
+        if done is None:
+            data = _read(path)
+            digest, table = None, None
+        else:
+            data = None
+            digest, table = done
         from .cache import current
 
         cache = current()
         if cache is None:
-            return Kallsyms.parse(data)
+            return Kallsyms.parse(data) if table is None else table
         # the persistent cache keeps the answers per content: a warm run parses nothing
-        import hashlib
-
-        rec = cache.record("kallsyms", hashlib.sha256(data).hexdigest())
-        table = None
+        if digest is None:
+            digest = _digest(data)
+        rec = cache.record("kallsyms", digest)
         if rec.data.get("parsed") is not True:
-            table = Kallsyms.parse(data)  # raises for a bad file: nothing is recorded
+            if table is None:
+                table = Kallsyms.parse(data)  # raises for a bad file: nothing is recorded
             rec.data["parsed"] = True
             rec.dirty = True
         return RecordedKallsyms(rec, data, table)
@@ -111,6 +117,7 @@ class Kallsyms:
     def parse(data: bytes) -> Kallsyms:
         """The table of a kallsyms text; raises KallsymsError with upstream's message."""
         addrs: list[int] | None = None
+        text = None  # `data`, while the table's lines are its lines in file order
         if b"\r" not in data:
             lines = data.split(b"\n")
             if lines and not lines[-1]:
@@ -118,19 +125,22 @@ class Kallsyms:
             regular = _regular(lines) if lines else None
             if regular is not None:
                 addrs = regular.tolist()
+                text = data
         if addrs is None:
             lines, addrs = Kallsyms._parse_irregular(data)
         ordered = sorted(addrs)
         if ordered != addrs:
             order = sorted(range(len(addrs)), key=addrs.__getitem__)
             lines = [lines[i] for i in order]
+            text = None
         # address 0 (kptr_restrict, "(null)") is dropped
         first = bisect.bisect_right(ordered, 0)
         if first == len(ordered):
             raise KallsymsError("Mapping is empty.")
         if first:
             del ordered[:first], lines[:first]
-        return Kallsyms(ordered, lines)
+            text = None
+        return Kallsyms(ordered, lines, text)
 
     @staticmethod
     def _parse_irregular(data: bytes) -> tuple[list[bytes], list[int]]:
@@ -147,6 +157,25 @@ class Kallsyms:
                 addrs.append(addr)
         return lines, addrs
 
+    def write_to(self, f) -> None:
+        """The table as `from_buffer` reads it: count, addresses, line offsets, lines."""
+        lines = self._lines
+        f.write(_TABLE_HEAD.pack(len(lines)))
+        f.write(array("Q", self._addrs))
+        f.write(array("Q", accumulate(map((1).__add__, map(len, lines)), initial=0)))
+        f.write(b"\n".join(lines) if self._text is None else self._text)
+
+    @staticmethod
+    def from_buffer(buf) -> Kallsyms:
+        """The table `write_to` wrote into `buf` (an mmap), used in place: no line is split or
+        address converted until a lookup reads it."""
+        (n,) = _TABLE_HEAD.unpack_from(buf)
+        view = memoryview(buf)
+        at = _TABLE_HEAD.size
+        addrs = view[at:at + 8 * n].cast("Q")
+        starts = view[at + 8 * n:at + 16 * n + 8].cast("Q")
+        return Kallsyms(addrs, _Lines(buf, at + 16 * n + 8, starts))  # type: ignore[arg-type]
+
     def lookup(self, addr: int) -> tuple[int, str, str] | None:
         """(symbol start, name, module or "") of the last symbol at or below `addr`."""
         i = bisect.bisect_right(self._addrs, addr) - 1
@@ -158,11 +187,50 @@ class Kallsyms:
                 module.strip().decode("utf-8", "surrogateescape"))
 
 
+_TABLE_HEAD = struct.Struct("=Q")
+
+
+class _Lines:
+    """Line i of a `Kallsyms.write_to` table in a buffer, as bytes."""
+
+    __slots__ = ("_buf", "_base", "_starts")
+
+    def __init__(self, buf, base: int, starts: memoryview) -> None:
+        self._buf = buf
+        self._base = base
+        self._starts = starts
+
+    def __getitem__(self, i: int) -> bytes:
+        base, starts = self._base, self._starts
+        return self._buf[base + starts[i]:base + starts[i + 1] - 1]
+
+
+def _read(path: str) -> bytes:
+    """The text of a kallsyms file, gunzipped; KallsymsError with upstream's message."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+    except OSError as e:
+        raise KallsymsError(e.strerror or str(e)) from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise KallsymsError(f"corrupt gzip data: {e}") from None
+    return data
+
+
+def _digest(data: bytes) -> str:
+    """The persistent cache's key of a kallsyms text."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
 class RecordedKallsyms:
     """Lookups answered from a persistent cache record of this kallsyms content; the text
     is parsed on the first address the record does not know."""
 
-    def __init__(self, rec, data: bytes, table: Kallsyms | None) -> None:
+    def __init__(self, rec, data: bytes | None, table: Kallsyms | None) -> None:
         self._rec = rec
         self._data = data
         self._table = table
@@ -188,3 +256,160 @@ class RecordedKallsyms:
         hit = self._hits[addr] = self._parsed().lookup(addr)
         self._rec.dirty = True
         return hit
+
+
+def likely_path(kallsyms: str | None, sysroot: str, debug_paths: list[str],
+                notes: str = "/sys/kernel/notes") -> str:
+    """The kallsyms file a run will most likely settle on, before the recording is read:
+    `--kallsyms`; else, without a sysroot, perf's build-id cache copy for the running kernel
+    (the recording was made on this machine: the common case); else the sysroot's
+    /proc/kallsyms (SEMANTICS §10.6; the run's own choice is pipeline._kallsyms_from_build_id)."""
+    if kallsyms is not None:
+        return kallsyms
+    if sysroot in ("", "/"):
+        from .elf.notes import gnu_build_id
+
+        try:
+            with open(notes, "rb") as f:  # the running kernel's ELF notes
+                notes = f.read()
+        except OSError:
+            notes = b""
+        bid = gnu_build_id(notes, 0, len(notes), "=")
+        cached = Kallsyms.cached_path(debug_paths, bid) if bid else None
+        if cached:
+            return cached
+    return sysroot + "/proc/kallsyms"
+
+
+class KallsymsWorker:
+    """A forked process that reads and parses the kallsyms file a run will most likely use
+    (`likely_path`) while the run imports its modules and reads the recording: the parse
+    (~40 ms for 120 k lines) otherwise sits in front of the first kernel frame. Forked at
+    start-up, while this process is small (every page this one has then counts in the
+    worker's RSS too), and niced, so a split run's reading process keeps its CPU. The table
+    comes back in a memfd this process maps and uses in place. If the run settles on another
+    file, or anything goes wrong with the worker, `table` says None and the caller reads the
+    file itself, as without a worker."""
+
+    _open: list[KallsymsWorker] = []  # workers whose descriptors a later fork must not keep
+    _fork_hook = False  # _forget_all registered
+
+    def __init__(self, path: str, pid: int, replies: int, memfd: int) -> None:
+        self.path = path
+        self._pid = pid
+        self._replies = replies
+        self._memfd = memfd
+
+    @staticmethod
+    def start(path: str) -> KallsymsWorker | None:
+        """A worker parsing `path`, or None without two CPUs, fork or memfd."""
+        affinity = getattr(os, "sched_getaffinity", None)
+        if affinity is None or len(affinity(0)) < 2 or not hasattr(os, "memfd_create"):
+            return None
+        fds: list[int] = []
+        try:
+            fds.append(os.memfd_create("perfparser-kallsyms", os.MFD_CLOEXEC))
+            fds.extend(os.pipe())
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            return None
+        memfd, replies, to_parent = fds
+        if pid == 0:  # never returns: the worker's only way out is _exit
+            try:
+                os.close(replies)
+                _serve(path, to_parent, memfd)
+            finally:
+                os._exit(0)
+        os.close(to_parent)
+        if not KallsymsWorker._fork_hook:
+            os.register_at_fork(after_in_child=KallsymsWorker._forget_all)
+            KallsymsWorker._fork_hook = True
+        worker = KallsymsWorker(path, pid, replies, memfd)
+        KallsymsWorker._open.append(worker)
+        return worker
+
+    def table(self, path: str) -> tuple[str, Kallsyms] | None:
+        """(content digest, table) of `path` once the worker has it; None if it parses
+        another file or cannot answer. Raises KallsymsError for a file it could not use."""
+        if path != self.path or self._replies < 0:
+            return None
+        try:
+            reply = _read_to_end(self._replies)
+            if reply[:1] == b"E":
+                raise KallsymsError(reply[1:].decode("utf-8", "surrogateescape"))
+            if reply[:1] != b"T":
+                return None
+            import mmap
+
+            buf = mmap.mmap(self._memfd, 0, prot=mmap.PROT_READ)
+        except (OSError, ValueError):
+            return None
+        finally:
+            self.close()
+        return reply[1:].decode("ascii"), Kallsyms.from_buffer(buf)
+
+    def close(self) -> None:
+        """End the worker wherever it is and release its descriptors."""
+        if self._pid > 0:
+            try:
+                os.kill(self._pid, 9)
+                os.waitpid(self._pid, 0)
+            except OSError:
+                pass
+            self._pid = 0
+        self._forget()
+        if self in KallsymsWorker._open:
+            KallsymsWorker._open.remove(self)
+
+    def _forget(self) -> None:
+        for fd in (self._replies, self._memfd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._replies = self._memfd = -1
+
+    @staticmethod
+    def _forget_all() -> None:
+        """In a freshly forked child: the workers belong to the parent."""
+        for worker in KallsymsWorker._open:
+            worker._pid = 0
+            worker._forget()
+        KallsymsWorker._open.clear()
+
+
+def _read_to_end(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while chunk := os.read(fd, 4096):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _serve(path: str, to_parent: int, memfd: int) -> None:
+    """The worker: put the table of `path` into `memfd`, then say how it went."""
+    import threading
+
+    os.close(0)  # nothing to read, and a parent that dies must not keep its stdout open here
+    os.close(1)
+    os.nice(10)
+    digest: list[str] = []
+    try:
+        data = _read(path)
+        # hashing releases the GIL: it runs beside the parse
+        hashing = threading.Thread(target=lambda: digest.append(_digest(data)))
+        hashing.start()
+        table = Kallsyms.parse(data)
+        with open(memfd, "wb", closefd=False) as f:
+            table.write_to(f)
+        hashing.join()
+        reply = b"T" + digest[0].encode("ascii")
+    except KallsymsError as err:
+        reply = b"E" + str(err).encode("utf-8", "surrogateescape")
+    except Exception:  # noqa: BLE001 - whatever it is, the parent reads the file itself
+        reply = b"F"
+    os.write(to_parent, reply)  # one write below PIPE_BUF: whole; the exit ends the file

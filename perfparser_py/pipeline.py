@@ -125,7 +125,8 @@ class Spaces:
 class Sink(Spaces):
     """Receives time-ordered events from the queue and produces the messages."""
 
-    def __init__(self, options, emitter: Emitter, attrs: AttributeTable, finder) -> None:
+    def __init__(self, options, emitter: Emitter, attrs: AttributeTable, finder,
+                 kallsyms_worker=None) -> None:
         super().__init__(options, finder)
         self.emit = emitter
         self.writer = emitter.writer
@@ -133,7 +134,7 @@ class Sink(Spaces):
         kallsyms = options.kallsyms
         if kallsyms is None:
             kallsyms = options.sysroot + "/proc/kallsyms"
-        self.symbolizer = Symbolizer(emitter, kallsyms, options.perf_map_path)
+        self.symbolizer = Symbolizer(emitter, kallsyms, options.perf_map_path, kallsyms_worker)
         self.tracepoints = Tracepoints(emitter)
         self._arch_warned = False
         self._missing_reported: set[bytes] = set()
@@ -280,7 +281,7 @@ class Run:
     queue. The serial path feeds it the reader's events; a split run (parallel.py) feeds it
     what the reading process forwards, in the same order."""
 
-    def __init__(self, options, out) -> None:
+    def __init__(self, options, out, kallsyms_worker=None) -> None:
         from .elf.finder import ElfFinder
         from .flavour import choose_flavour
         from .protocol import StreamWriter
@@ -296,15 +297,11 @@ class Run:
             writer.flush()
         self.emitter = emitter = Emitter(writer)
         self.attrs = AttributeTable(None if self.stats_mode else emitter)
-        debug_paths = options.debug
-        if debug_paths is None:
-            debug_paths = (options.sysroot + "/usr/lib/debug:" + os.path.expanduser("~/.debug")
-                           + ":.debug")
         self.finder = finder = ElfFinder(
             app=options.app,
             extra=[p for p in options.extra.split(":") if p],
             sysroot=options.sysroot,
-            debug_paths=[p for p in debug_paths.split(":") if p],
+            debug_paths=options.debug_paths(),
             build_ids={},
             use_cache=not options.no_cache,
         )
@@ -316,7 +313,7 @@ class Run:
                 writer.flush()  # hotspot shows downloads while they run
 
             finder.progress = debuginfo_progress
-        self.sink = Sink(options, emitter, self.attrs, finder)
+        self.sink = Sink(options, emitter, self.attrs, finder, kallsyms_worker)
         self.queue = EventQueue(None if self.stats_mode else self.sink, options.buffer_size,
                                 options.max_buffer_size)
         self.arch_name = options.arch or os.uname().machine  # pipe mode knows no other
@@ -412,13 +409,14 @@ def features_arch(f, arch_name: str, finder) -> str:
     return f.arch.decode("ascii", "replace") if f.arch else arch_name
 
 
-def run(options, out) -> int:
-    """Process one input according to `options`, writing to the binary stream `out`."""
+def run(options, out, kallsyms_worker=None) -> int:
+    """Process one input according to `options`, writing to the binary stream `out`;
+    `kallsyms_worker` (a kernel.KallsymsWorker) may be parsing the kernel's symbols."""
     from . import parallel
     from .perfdata.reader import PerfReader
     from .source import open_source
 
-    r = Run(options, out)
+    r = Run(options, out, kallsyms_worker)
     code = 0
     try:
         source = open_source(options.input, options.host, options.port)

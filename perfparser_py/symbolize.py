@@ -22,10 +22,12 @@ _MAX_CHAINS = 1 << 16  # per process; beyond that the cache restarts (bounded me
 
 
 class Symbolizer:
-    def __init__(self, emitter: Emitter, kallsyms_path: str, perf_map_path: str | None) -> None:
+    def __init__(self, emitter: Emitter, kallsyms_path: str, perf_map_path: str | None,
+                 kallsyms_worker=None) -> None:
         self.emit = emitter
         self._shared: dict[tuple[bytes, int], int] = {}  # (path, ip - base) -> location id
         self.kallsyms_path = kallsyms_path
+        self._kallsyms_worker = kallsyms_worker  # a kernel.KallsymsWorker or None
         self._kallsyms = None
         self._kallsyms_failed = False
         self._perf_map_path = perf_map_path
@@ -221,7 +223,7 @@ class Symbolizer:
             from .kernel import Kallsyms, KallsymsError
 
             try:
-                self._kallsyms = Kallsyms.load(self.kallsyms_path)
+                self._kallsyms = Kallsyms.load(self.kallsyms_path, self._kallsyms_worker)
             except KallsymsError as err:
                 self._kallsyms_failed = True
                 message = f'Failed to parse kernel symbol mapping file "{self.kallsyms_path}": {err}'

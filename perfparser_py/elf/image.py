@@ -17,6 +17,7 @@ import zlib
 from typing import TYPE_CHECKING
 
 from ..demangle import demangle
+from .notes import gnu_build_id
 
 if TYPE_CHECKING:
     from ..cache import CacheRecord
@@ -39,7 +40,6 @@ SHF_COMPRESSED = 0x800
 SHN_UNDEF = 0
 SHN_LORESERVE = 0xFF00
 STT_TLS = 6
-NT_GNU_BUILD_ID = 3
 DT_NULL = 0
 DT_PLTGOT = 3
 EM_ARM = 40
@@ -255,7 +255,7 @@ class ElfImage:
                    if s.type == SHT_NOTE and s.name != ".note.gnu.build-id"]
         ranges += getattr(self, "_notes_ph", [])
         for off, size in ranges:
-            bid = self._find_build_id(off, size)
+            bid = gnu_build_id(self._data, off, size, self._e)
             if bid is not None:
                 self.build_id = bid
                 break
@@ -267,21 +267,6 @@ class ElfImage:
             if end > 0 and crc_off + 4 <= len(raw):
                 (crc,) = struct.unpack_from(self._e + "I", raw, crc_off)
                 self.debuglink = (raw[:end].decode("utf-8", "surrogateescape"), crc)
-
-    def _find_build_id(self, off: int, size: int) -> bytes | None:
-        d = self._data
-        end = min(off + size, len(d))
-        while off + 12 <= end:
-            namesz, descsz, ntype = struct.unpack_from(self._e + "III", d, off)
-            name_at = off + 12
-            desc_at = name_at + ((namesz + 3) & ~3)
-            nxt = desc_at + ((descsz + 3) & ~3)
-            if nxt > end:
-                return None
-            if ntype == NT_GNU_BUILD_ID and bytes(d[name_at:name_at + namesz]) == b"GNU\0":
-                return bytes(d[desc_at:desc_at + descsz]) or None
-            off = nxt
-        return None
 
     # ------------------------------------------------------------------ layout
 

@@ -1,0 +1,184 @@
+"""KallsymsWorker: the table parsed in a forked process answers every lookup the way a
+table parsed here does, and any trouble with the worker falls back to parsing here."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import signal
+from pathlib import Path
+
+import pytest
+
+from perfparser_py import cache, kernel, pipeline
+from perfparser_py.cli import make_options, parse_args
+from perfparser_py.kernel import Kallsyms, KallsymsError, KallsymsWorker, likely_path
+from tests.corpus.expect import CORPUS, case_options
+from tests.test_kernel_fast import random_kallsyms
+
+pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
+                                reason="the worker needs two CPUs")  # CI machines have them
+
+
+def probes(table: Kallsyms, rng: random.Random) -> list[int]:
+    """Addresses around every entry (exact, one past, one before) and random ones."""
+    addrs = list(table._addrs)
+    out = [0, 1, (1 << 64) - 1]
+    for a in addrs:
+        out += [a, a + 1, a - 1]
+    out += [rng.randrange(addrs[0] - 64, addrs[-1] + 64) for _ in range(200)]
+    return out
+
+
+def worker_table(path: str) -> tuple[str, Kallsyms]:
+    worker = KallsymsWorker.start(path)
+    assert worker is not None
+    got = worker.table(path)
+    assert got is not None
+    return got
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("shape", ["random", "sorted", "crlf"])
+def test_worker_table_answers_like_a_local_parse(tmp_path: Path, seed: int, shape: str):
+    rng = random.Random(seed)
+    data = random_kallsyms(rng, 300)  # unsorted, zero addresses, modules
+    if shape == "sorted":  # the file order /proc/kallsyms has without modules
+        data = b"".join(sorted(line for line in data.splitlines(keepends=True)
+                               if not line.startswith(b"0000")))
+    elif shape == "crlf":  # line by line parse
+        data = data.replace(b"\n", b"\r\n")
+    path = tmp_path / "kallsyms"
+    path.write_bytes(data)
+    local = Kallsyms.parse(data)
+    digest, remote = worker_table(str(path))
+    assert digest == kernel._digest(data)
+    assert len(remote) == len(local)
+    for addr in probes(local, rng):
+        assert remote.lookup(addr) == local.lookup(addr), hex(addr)
+
+
+def test_gzip_file_and_errors_match_a_local_load(tmp_path: Path):
+    import gzip
+
+    path = tmp_path / "kallsyms.gz"
+    path.write_bytes(gzip.compress(b"ffffffff81000000 T start\nffffffff81000100 t next\n"))
+    _digest, table = worker_table(str(path))
+    assert table.lookup(0xFFFFFFFF81000104) == (0xFFFFFFFF81000100, "next", "")
+    for name, content in [("missing", None), ("empty", b""), ("zeros", b"0" * 16 + b" T a\n"),
+                          ("badhex", b"ffffffffz1000000 T a\n"), ("bad.gz", b"\x1f\x8bnot")]:
+        bad = tmp_path / name
+        if content is not None:
+            bad.write_bytes(content)
+        with pytest.raises(KallsymsError) as here:
+            Kallsyms.load(str(bad))
+        worker = KallsymsWorker.start(str(bad))
+        with pytest.raises(KallsymsError) as there:
+            worker.table(str(bad))
+        assert str(there.value) == str(here.value)
+
+
+def test_another_path_or_a_dead_worker_means_a_local_parse(tmp_path: Path):
+    path = tmp_path / "kallsyms"
+    path.write_bytes(b"ffffffff81000000 T start\n")
+    worker = KallsymsWorker.start(str(path))
+    assert worker.table(str(tmp_path / "other")) is None
+    assert worker.table(str(path)) is not None
+    worker = KallsymsWorker.start(str(path))
+    os.kill(worker._pid, signal.SIGKILL)
+    os.waitpid(worker._pid, 0)
+    worker._pid = 0  # reaped here already
+    assert worker.table(str(path)) is None
+    table = Kallsyms.load(str(path), worker)  # falls back
+    assert table.lookup(0xFFFFFFFF81000010) == (0xFFFFFFFF81000000, "start", "")
+
+
+def test_close_ends_and_reaps_the_worker(tmp_path: Path):
+    path = tmp_path / "kallsyms"
+    path.write_bytes(b"ffffffff81000000 T start\n" * 50_000)
+    worker = KallsymsWorker.start(str(path))
+    pid = worker._pid
+    worker.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    assert worker._replies == worker._memfd == -1
+    assert worker.table(str(path)) is None
+
+
+def test_a_later_fork_does_not_keep_the_workers_pipe(tmp_path: Path):
+    """A split run's reading process is forked after the worker: it must not hold the
+    worker's descriptors (they would outlive this process in it)."""
+    path = tmp_path / "kallsyms"
+    path.write_bytes(b"ffffffff81000000 T start\n")
+    worker = KallsymsWorker.start(str(path))
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if worker._replies == -1 and not KallsymsWorker._open else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert worker.table(str(path)) is not None
+
+
+def test_load_records_the_worker_table_in_the_persistent_cache(tmp_path: Path):
+    path = tmp_path / "kallsyms"
+    path.write_bytes(b"ffffffff81000000 T start\nffffffff81000100 t next\t[mod]\n")
+    store = cache.PersistentCache(str(tmp_path / "cache"))
+    cache.set_current(store)
+    try:
+        first = Kallsyms.load(str(path), KallsymsWorker.start(str(path)))
+        assert first.lookup(0xFFFFFFFF81000101) == (0xFFFFFFFF81000100, "next", "[mod]")
+        store.save()
+        cache.set_current(cache.PersistentCache(str(tmp_path / "cache")))
+        warm = Kallsyms.load(str(path))  # parses nothing: the answer is recorded
+        assert warm._table is None
+        assert warm.lookup(0xFFFFFFFF81000101) == (0xFFFFFFFF81000100, "next", "[mod]")
+    finally:
+        cache.set_current(None)
+
+
+def test_likely_path(tmp_path: Path):
+    notes = tmp_path / "notes"
+    bid = bytes(range(20))
+    notes.write_bytes(b"\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0" + bid)
+    debug = tmp_path / "debug"
+    assert likely_path("/k", "/", [str(debug)], str(notes)) == "/k"
+    assert likely_path(None, "/", [str(debug)], str(notes)) == "//proc/kallsyms"
+    copy = debug / "[kernel.kallsyms]" / bid.hex() / "kallsyms"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(b"")
+    assert likely_path(None, "/", [str(debug)], str(notes)) == str(copy)
+    assert likely_path(None, "", [str(debug)], str(notes)) == str(copy)
+    # a sysroot: the recording comes from another machine, whose kernel is not this one
+    assert likely_path(None, "/sr", [str(debug)], str(notes)) == "/sr/proc/kallsyms"
+    assert likely_path(None, "/", [str(debug)], str(tmp_path / "none")) == "//proc/kallsyms"
+
+
+def _kernel_cases():
+    for case in sorted((CORPUS / "recorded").iterdir()):
+        if (case / "case.toml").is_file() and case.name != "badinput":
+            for data in sorted(case.glob("*.data*")):
+                yield pytest.param(data, id=f"{case.name}-{data.name}")
+
+
+@pytest.mark.parametrize("data", list(_kernel_cases()))
+def test_runs_with_a_worker_write_what_runs_without_write(monkeypatch, data: Path):
+    monkeypatch.setenv("PERFPARSER_PY_SPLIT", "0")
+    monkeypatch.setenv("PERFPARSER_NO_CACHE", "1")
+    options = make_options(parse_args(["--input", str(data), *case_options(data.parent)]))
+    plain = io.BytesIO()
+    assert pipeline.run(options, plain) == 0
+    path = likely_path(options.kallsyms, options.sysroot, options.debug_paths())
+    worker = KallsymsWorker.start(path)
+    asked = []
+    real_table = KallsymsWorker.table
+    monkeypatch.setattr(KallsymsWorker, "table",
+                        lambda self, p: asked.append(p) or real_table(self, p))
+    with_worker = io.BytesIO()
+    try:
+        assert pipeline.run(options, with_worker, worker) == 0
+    finally:
+        worker.close()
+    assert with_worker.getvalue() == plain.getvalue()
+    if b"[kernel.kallsyms]" in plain.getvalue():
+        assert asked == [path]  # the worker's table was the one used
