@@ -10,12 +10,14 @@ common case costs a few /proc reads and one small JSON read, and never a subproc
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 from collections.abc import Mapping
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 FLAVOURS = ("current", "1.5", "1.4", "1.3")
 AUTO = "auto"
@@ -27,7 +29,7 @@ _WRAPPERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "busybox", "env", "ni
 _MAX_HOPS = 4
 _HOTSPOT_NAMES = frozenset({"hotspot"})
 
-_DPKG_DIR = Path("/var/lib/dpkg")
+_DPKG_DIR = "/var/lib/dpkg"
 _DPKG_PACKAGES = ("hotspot",)
 
 # Qt5 QStringLiteral: static QArrayData header (ref -1, size, alloc 0, offset 24) + UTF-16LE.
@@ -109,23 +111,29 @@ def _real_exe(pid: int) -> str:
 
 
 def _parent_pid(pid: int) -> int:
-    stat = Path(f"/proc/{pid}/stat").read_bytes()
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        stat = f.read()
     # comm (field 2) may contain spaces and parentheses: fields resume after the last ')'.
     return int(stat[stat.rindex(b")") + 2 :].split()[1])
 
 
 def _argv0_name(pid: int) -> str:
-    argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        argv0 = f.read().split(b"\0", 1)[0]
     return os.path.basename(argv0.decode(errors="replace"))
 
 
 def cache_dir(env: Mapping[str, str]) -> Path:
+    from pathlib import Path  # not imported up front: only a run launched by hotspot needs it
+
     base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or "/", ".cache")
     return Path(base) / "perfparser-py"
 
 
 def cached_hotspot_version(exe: str, cache: Path) -> tuple[int, int, int] | None:
     """hotspot_version(exe), remembered in cache/launchers.json keyed by the binary's identity."""
+    import json
+
     st = os.stat(exe)
     key = f"{os.path.realpath(exe)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
     path = cache / "launchers.json"
@@ -159,7 +167,9 @@ def dpkg_version(real_path: str) -> tuple[int, int, int] | None:
     """Upstream version of the Debian package that installed `real_path`, if it is hotspot's."""
     for package in _DPKG_PACKAGES:
         try:
-            owned = (_DPKG_DIR / "info" / f"{package}.list").read_text(errors="replace")
+            with open(os.path.join(_DPKG_DIR, "info", f"{package}.list"),
+                      encoding="utf-8", errors="replace") as f:
+                owned = f.read()
         except OSError:
             continue
         if real_path not in owned.splitlines():
@@ -169,7 +179,7 @@ def dpkg_version(real_path: str) -> tuple[int, int, int] | None:
 
 
 def _dpkg_status_version(package: str) -> str | None:
-    with open(_DPKG_DIR / "status", encoding="utf-8", errors="replace") as status:
+    with open(os.path.join(_DPKG_DIR, "status"), encoding="utf-8", errors="replace") as status:
         in_stanza = False
         for line in status:
             if line.startswith("Package: "):

@@ -3,8 +3,6 @@ input, fed chunk by chunk; the caller re-frames records, which may straddle chun
 
 from __future__ import annotations
 
-import zstandard
-
 from .errors import DATA_ERROR, PerfDataError
 
 COMP_ZSTD = 1
@@ -26,10 +24,13 @@ class ZstdStream:
     """Decompresses the concatenated payloads of all compressed records, in order."""
 
     def __init__(self) -> None:
+        import zstandard  # only compressed recordings need it (its import is ~4 ms)
+
+        self._error = zstandard.ZstdError
         self._dctx = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
 
     def feed(self, payload) -> bytes:
         try:
             return self._dctx.decompress(payload)
-        except zstandard.ZstdError as exc:
+        except self._error as exc:
             raise PerfDataError(f"zstd decompression failed: {exc}", DATA_ERROR) from None
