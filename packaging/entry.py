@@ -1,5 +1,5 @@
 """Entry script frozen by PyInstaller: runs the perfparser command line."""
 
-from perfparser_py.cli import main
+from perfparser_py.cli import entry
 
-raise SystemExit(main())
+entry()
