@@ -213,6 +213,7 @@ def _read(r, source, items: list, send) -> None:
 
     options = r.options
     r.finder.progress = None
+    r.finder.prefetch = False  # no symbols here
     spaces = Spaces(options, r.finder)
     arch_name = r.arch_name
     spaces.set_arch(arch_name)

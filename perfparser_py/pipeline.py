@@ -306,6 +306,8 @@ class Run:
             use_cache=not options.no_cache,
         )
         if not self.stats_mode:
+            finder.prefetch = True
+
             def debuginfo_progress(module: bytes, url: str, numerator: int,
                                    denominator: int) -> None:
                 writer.debuginfo_progress(emitter.string(module), emitter.string(url),
@@ -350,6 +352,7 @@ class Run:
                 _kallsyms_from_build_id(self.sink.symbolizer, self.finder, f.build_ids)
             if not self.stats_mode:
                 self.writer.features(_features_message(f, self.arch_name))
+                self.finder.open_listed(f.build_ids)
         elif kind is ev.DataStartEvent:
             self.sink.set_arch(self.arch_name)  # the ARCH feature, read before any record
 

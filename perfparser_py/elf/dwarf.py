@@ -129,6 +129,19 @@ class _Cu:
         self.line_addrs: list[int] | None = None
 
 
+# the .debug_* sections DwarfInfo reads
+SECTIONS = ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "rnglists", "ranges",
+            "line", "aranges")
+
+
+def prefetch_sections(image) -> None:
+    """Start decompressing the sections DwarfInfo.decode will read (ElfImage.prefetch),
+    unless the image's persistent cache record already answers without them."""
+    rec = image.cache
+    if rec is None or "dwarf" not in rec.data:
+        image.prefetch([".debug_" + name for name in SECTIONS])
+
+
 class DwarfInfo:
     """Line tables and inline scopes of one image's DWARF."""
 
@@ -171,8 +184,7 @@ class DwarfInfo:
     def decode(image) -> DwarfInfo | None:
         """DwarfInfo over the image's debug sections; None without .debug_info."""
         secs: dict[str, memoryview] = {}
-        for name in ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "rnglists",
-                     "ranges", "line", "aranges"):
+        for name in SECTIONS:
             try:
                 sec = image.section(".debug_" + name)
             except Exception:  # noqa: BLE001 - a broken section is an absent section

@@ -135,6 +135,9 @@ class ElfFinder:
         set_current(self.cache)  # kallsyms use it too
         # (module file name, url, bytes so far, total) for each debuginfod transfer step
         self.progress: Callable[[bytes, str, int, int], None] | None = None
+        # decompress the debug sections of files with samples in the background (set by the
+        # process that symbolizes, after its forks)
+        self.prefetch = False
 
     # ------------------------------------------------------------ main file
 
@@ -172,6 +175,14 @@ class ElfFinder:
         warn_once(cand, f"build id differs from the recorded one ({build_id.hex()}); ignored")
         return (cand, None)
 
+    def open_listed(self, build_ids) -> None:
+        """Open now the files perf lists in the FEATURES build-id table (the files with
+        samples), so that their debug sections decompress while the recording is read. Not
+        memoized: where a path goes is still decided when a mapping names it."""
+        for _pid, _bid, filename in build_ids:
+            if filename[:1] != b"[":  # [kernel.kallsyms], [vdso]: no file
+                self._find(filename)
+
     def find_kernel_module(self, recorded_path: bytes) -> tuple[str, ElfImage | None]:
         """Local file for a kernel mmap (pid -1): `sysroot + path` if it is an ELF (§7.2)."""
         hit = self._found.get(recorded_path)
@@ -205,6 +216,11 @@ class ElfFinder:
                     image.attach_debug(debug)
             if self.cache is not None:
                 self._attach_record(image)
+            if self.prefetch and os.fsencode(recorded) in self.build_ids:
+                # perf lists the build ids of the files with samples: their DWARF will be read
+                from .dwarf import prefetch_sections
+
+                prefetch_sections(image)
         return (cand, image)
 
     def _attach_record(self, image: ElfImage) -> None:

@@ -13,6 +13,7 @@ import mmap
 import os
 import struct
 import sys
+import threading
 import zlib
 from typing import TYPE_CHECKING
 
@@ -93,6 +94,74 @@ def warn_once(path: str, message: str) -> None:
         print(f"perfparser: warning: {path}: {message}", file=sys.stderr)
 
 
+def _inflated(addr: int, name: str, body: memoryview, ctype: int, usize: int
+              ) -> tuple[int, bytes | None, str | None]:
+    """(addr, the decompressed section or None, warning or None); runs on any thread."""
+    if usize > _MAX_SECTION:
+        return addr, None, f"section {name} too large when decompressed"
+    try:
+        if ctype == 1:
+            data = _zlib_inflate(body, usize)
+        elif ctype == 2:
+            import zstandard
+
+            data = zstandard.ZstdDecompressor().decompressobj().decompress(bytes(body))
+        else:
+            return addr, None, f"section {name}: unknown compression type {ctype}"
+    except Exception as e:  # noqa: BLE001 - zlib.error, MemoryError, zstandard.ZstdError...
+        return addr, None, f"section {name}: cannot decompress ({e})"
+    return addr, data[:usize], None
+
+
+class _Inflation:
+    """One section's decompression: run by the prefetch thread or by the first caller of
+    result(), whichever claims it first; the other waits for it."""
+
+    __slots__ = ("_args", "_claim", "_done", "_value")
+
+    def __init__(self, *args) -> None:
+        self._args = args
+        self._claim = threading.Lock()  # held by whoever runs the job, never released
+        self._done = threading.Event()
+        self._value: tuple | None = None
+
+    def run(self) -> None:
+        if self._claim.acquire(blocking=False):
+            self._value = _inflated(*self._args)
+            self._args = ()
+            self._done.set()
+
+    def result(self) -> tuple:
+        self.run()
+        self._done.wait()
+        return self._value
+
+
+_queue = None  # the prefetch thread's job queue, once started (in this process)
+
+
+def _prefetch(job: _Inflation, size: int) -> None:
+    """Queue `job` for the prefetch thread, started on first use; larger sections first (the
+    largest take longest to catch up with when needed)."""
+    global _queue
+    if _queue is None:
+        import queue
+
+        _queue = queue.PriorityQueue()
+        jobs = _queue
+        threading.Thread(target=lambda: [item[2].run() for item in iter(jobs.get, None)],
+                         name="perfparser-prefetch", daemon=True).start()
+    _queue.put((-size, id(job), job))
+
+
+def _forget_queue() -> None:
+    global _queue
+    _queue = None  # a forked child has no prefetch thread: it starts its own when needed
+
+
+os.register_at_fork(after_in_child=_forget_queue)
+
+
 class _Section:
     __slots__ = ("name", "type", "flags", "addr", "offset", "size", "link", "info", "entsize")
 
@@ -123,6 +192,7 @@ class ElfImage:
         self._sections: list[_Section] = []
         self._by_name: dict[str, _Section] = {}
         self._section_cache: dict[str, tuple[int, memoryview] | None] = {}
+        self._inflations: dict[str, _Inflation] = {}  # prefetch() jobs not yet taken
         self._syms: tuple[list[int], list[int], list[bytes]] | None = None
         self._sym_answers: dict[int, tuple[str, int, int]] = {}  # symbol_at per table index
         self._alloc: tuple[list[int], list[_Section]] | None = None
@@ -340,59 +410,68 @@ class ElfImage:
         return result
 
     def _own_section(self, name: str) -> tuple[int, memoryview] | None:
-        sec = self._by_name.get(name)
-        zsec = None
-        if sec is None and name.startswith(".debug_"):
-            zsec = self._by_name.get(".zdebug_" + name[7:])
-        if sec is not None and sec.type != SHT_NOBITS:
-            raw = self._raw_section(sec)
-            if sec.flags & SHF_COMPRESSED:
-                data = self._decompress_chdr(sec.name, raw)
-                return None if data is None else (sec.addr, memoryview(data))
-            return (sec.addr, raw)
-        if zsec is not None and zsec.type != SHT_NOBITS:
-            raw = self._raw_section(zsec)
+        sec = self._holder(name)
+        if sec is None:
+            return None
+        if sec.name == name and not sec.flags & SHF_COMPRESSED:
+            return (sec.addr, self._raw_section(sec))
+        job = self._inflations.pop(name, None)
+        if job is None:
+            packed = self._compressed(name)
+            if packed is None:
+                return None
+            job = _Inflation(*packed)
+        addr, data, warning = job.result()
+        if warning is not None:
+            warn_once(self.path, warning)
+        return None if data is None else (addr, memoryview(data))
+
+    def _compressed(self, name: str) -> tuple | None:
+        """(sh_addr, section name, compressed body, type, size) of compressed section `name`
+        (SHF_COMPRESSED, or the GNU .zdebug_ form of a .debug_ section); None if `name` is
+        absent, NOBITS, uncompressed or has a damaged compression header."""
+        sec = self._holder(name)
+        if sec is None:
+            return None
+        raw = self._raw_section(sec)
+        if sec.name != name:  # .zdebug_
             if bytes(raw[:4]) != b"ZLIB" or len(raw) < 12:
                 return None
             (usize,) = struct.unpack_from(">Q", raw, 4)
-            data = self._inflate(zsec.name, raw[12:], 1, usize)
-            return None if data is None else (zsec.addr, memoryview(data))
-        return None
-
-    def _decompress_chdr(self, name: str, raw: memoryview) -> bytes | None:
+            return (sec.addr, sec.name, raw[12:], 1, usize)
+        if not sec.flags & SHF_COMPRESSED:
+            return None
         if self.is_64:
             if len(raw) < 24:
                 return None
             ctype, _res, usize, _align = struct.unpack_from(self._e + "IIQQ", raw, 0)
-            body = raw[24:]
-        else:
-            if len(raw) < 12:
-                return None
-            ctype, usize, _align = struct.unpack_from(self._e + "III", raw, 0)
-            body = raw[12:]
-        return self._inflate(name, body, ctype, usize)
+            return (sec.addr, sec.name, raw[24:], ctype, usize)
+        if len(raw) < 12:
+            return None
+        ctype, usize, _align = struct.unpack_from(self._e + "III", raw, 0)
+        return (sec.addr, sec.name, raw[12:], ctype, usize)
 
-    def _inflate(self, name: str, body: memoryview, ctype: int, usize: int) -> bytes | None:
-        if usize > _MAX_SECTION:
-            warn_once(self.path, f"section {name} too large when decompressed")
-            return None
-        try:
-            if ctype == 1:
-                data = _zlib_inflate(body, usize)
-            elif ctype == 2:
-                import zstandard
+    def prefetch(self, names) -> None:
+        """Start decompressing sections `names` (where section() would take them: this file,
+        else the attached debug file) on the prefetch thread; zlib runs without the GIL, so
+        this overlaps the run's other work. section() takes over a job not yet started."""
+        for name in names:
+            owner = self
+            if self._holder(name) is None and self.debug is not None:
+                owner = self.debug
+            if name in owner._inflations or name in owner._section_cache:
+                continue
+            packed = owner._compressed(name)
+            if packed is not None:
+                job = owner._inflations[name] = _Inflation(*packed)
+                _prefetch(job, len(packed[2]))
 
-                data = zstandard.ZstdDecompressor().decompressobj().decompress(bytes(body))
-            else:
-                warn_once(self.path, f"section {name}: unknown compression type {ctype}")
-                return None
-        except (zlib.error, ValueError, MemoryError) as e:
-            warn_once(self.path, f"section {name}: cannot decompress ({e})")
-            return None
-        except Exception as e:  # zstandard.ZstdError has no stable import path
-            warn_once(self.path, f"section {name}: cannot decompress ({e})")
-            return None
-        return data[:usize]
+    def _holder(self, name: str) -> _Section | None:
+        """The section holding `name` in this file (its .zdebug_ form included), if any."""
+        sec = self._by_name.get(name)
+        if sec is None and name.startswith(".debug_"):
+            sec = self._by_name.get(".zdebug_" + name[7:])
+        return None if sec is None or sec.type == SHT_NOBITS else sec
 
     def _alloc_sections(self) -> tuple[list[int], list[_Section]]:
         if self._alloc is None:

@@ -1,0 +1,98 @@
+"""ElfImage.prefetch: sections decompressed on the prefetch thread are exactly what
+section() decompresses itself, wherever section() would take them, damaged ones included;
+the finder prefetches the files perf lists with samples."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perfparser_py.elf import image as image_mod
+from perfparser_py.elf.dwarf import SECTIONS
+from perfparser_py.elf.finder import ElfFinder
+from perfparser_py.elf.image import ElfImage
+
+NAMES = [".debug_" + n for n in SECTIONS]
+
+
+def contents(img: ElfImage) -> dict[str, bytes | None]:
+    out = {}
+    for name in NAMES:
+        sec = img.section(name)
+        out[name] = None if sec is None else (sec[0], bytes(sec[1]))
+    return out
+
+
+@pytest.mark.parametrize("name", ["zlib", "zstd", "zgnu", "pie"])
+def test_prefetched_sections_equal_direct_ones(built: dict[str, Path], name: str) -> None:
+    direct = contents(ElfImage.open(str(built[name])))
+    ahead = ElfImage.open(str(built[name]))
+    ahead.prefetch(NAMES)
+    if name != "pie":  # compressed: jobs were queued
+        assert ahead._inflations
+    assert contents(ahead) == direct
+    assert direct[".debug_info"] is not None
+    assert not ahead._inflations  # every job was taken
+
+
+def test_a_job_the_thread_has_not_started_runs_in_the_caller(built, monkeypatch) -> None:
+    queued = []
+    monkeypatch.setattr(image_mod, "_prefetch", lambda job, size: queued.append(job))
+    img = ElfImage.open(str(built["zlib"]))
+    img.prefetch(NAMES)
+    assert queued
+    assert img.section(".debug_info") is not None  # no thread ran it: the caller did
+    assert contents(img) == contents(ElfImage.open(str(built["zlib"])))
+
+
+def test_prefetch_goes_to_the_attached_debug_file(built, tmp_path: Path) -> None:
+    debug = tmp_path / "debug"
+    subprocess.run(["objcopy", "--compress-debug-sections=zlib", str(built["debug"]),
+                    str(debug)], check=True)
+    stripped = ElfImage.open(str(built["stripped"]))
+    stripped.attach_debug(ElfImage.open(str(debug)))
+    stripped.prefetch(NAMES)
+    assert not stripped._inflations and stripped.debug._inflations
+    reference = ElfImage.open(str(built["stripped"]))
+    reference.attach_debug(ElfImage.open(str(debug)))
+    assert contents(stripped) == contents(reference)
+
+
+def test_damaged_section_warns_once_from_the_main_thread(built, tmp_path: Path,
+                                                         capsys) -> None:
+    bad = tmp_path / "bad"
+    shutil.copy(built["zlib"], bad)
+    sec = ElfImage.open(str(bad))._by_name[".debug_info"]
+    data = bytearray(bad.read_bytes())
+    body = sec.offset + 24  # behind the 64-bit compression header
+    data[body + 2:body + 40] = bytes(38)
+    bad.write_bytes(bytes(data))
+    img = ElfImage.open(str(bad))
+    img.prefetch(NAMES)
+    image_mod._warned.discard(str(bad))
+    assert img.section(".debug_info") is None
+    err = capsys.readouterr().err
+    assert err.count("cannot decompress") == 1 and str(bad) in err
+
+
+def test_finder_prefetches_listed_files_only(built, tmp_path: Path) -> None:
+    listed = tmp_path / "listed"
+    other = tmp_path / "other"
+    shutil.copy(built["zlib"], listed)
+    shutil.copy(built["zlib"], other)
+    finder = ElfFinder(app="", extra=[], sysroot="/", debug_paths=[], build_ids={})
+    finder.build_ids[str(listed).encode()] = ElfImage.open(str(listed)).build_id
+    finder.prefetch = True
+    finder.open_listed([(-1, b"", b"[kernel.kallsyms]"), (-1, b"", str(listed).encode())])
+    assert not finder._found  # opened, but a mapping still decides where a path goes
+    _, img = finder.find(str(listed).encode())
+    assert img._inflations  # queued when opened (the .debug_info check took its own)
+    _, plain = finder.find(str(other).encode())
+    assert not plain._inflations
+    finder.prefetch = False
+    finder2 = ElfFinder(app="", extra=[], sysroot="/", debug_paths=[], build_ids=finder.build_ids)
+    _, img2 = finder2.find(str(listed).encode())
+    assert not img2._inflations
