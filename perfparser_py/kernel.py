@@ -286,7 +286,7 @@ class KallsymsWorker:
     (`likely_path`) while the run imports its modules and reads the recording: the parse
     (~40 ms for 120 k lines) otherwise sits in front of the first kernel frame. Forked at
     start-up, while this process is small (every page this one has then counts in the
-    worker's RSS too), and niced, so a split run's reading process keeps its CPU. The table
+    worker's RSS too). Not niced: on a busy machine this process would wait for it. The table
     comes back in a memfd this process maps and uses in place. If the run settles on another
     file, or anything goes wrong with the worker, `table` says None and the caller reads the
     file itself, as without a worker."""
@@ -396,7 +396,6 @@ def _serve(path: str, to_parent: int, memfd: int) -> None:
 
     os.close(0)  # nothing to read, and a parent that dies must not keep its stdout open here
     os.close(1)
-    os.nice(10)
     digest: list[str] = []
     try:
         data = _read(path)
