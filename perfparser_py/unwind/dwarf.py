@@ -106,9 +106,9 @@ class _Arch:
         self.zero = dict.fromkeys(t.zero_dwarf, 0)
         self.slots: dict[tuple[int, int], tuple] = {}
 
-    def slots_for(self, regs_mask: int, nregs: int) -> tuple[tuple, tuple, int]:
-        """(DWARF registers, their indexes into the packed sample registers, index of the
-        stack pointer or -1) for one sample register mask."""
+    def slots_for(self, regs_mask: int, nregs: int) -> tuple[tuple, Callable, int]:
+        """(DWARF registers, a function giving their values from the packed sample registers,
+        index of the stack pointer or -1) for one sample register mask."""
         key = (regs_mask, nregs)
         found = self.slots.get(key)
         if found is None:
@@ -123,8 +123,14 @@ class _Arch:
                 m >>= 1
                 bit += 1
             pairs = [(d, perf[p]) for d, p in enumerate(t.dwarf_from_perf) if p in perf]
-            found = (tuple(d for d, _i in pairs), tuple(i for _d, i in pairs),
-                     perf.get(t.sp_perf, -1))
+            index = tuple(i for _d, i in pairs)
+            if self.word == 8 and len(index) > 1:
+                # perf's registers are u64: masking them to 64 bits would change nothing
+                pick = itemgetter(*index)
+            else:
+                def pick(sample_regs: tuple[int, ...], index=index, mask=self.mask) -> list[int]:
+                    return [sample_regs[i] & mask for i in index]
+            found = (tuple(d for d, _i in pairs), pick, perf.get(t.sp_perf, -1))
             if len(self.slots) >= _MAX_SLOTS:
                 self.slots.clear()
             self.slots[key] = found
@@ -204,9 +210,9 @@ _MISS = object()
 def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryview,
           module_at: ModuleAt, history: History, max_frames: int,
           kernel_range: tuple[int, int], steps: dict[int, tuple | None]) -> tuple[list[int], int]:
-    keys, index, sp_index = a.slots_for(regs_mask, len(sample_regs))
+    keys, pick, sp_index = a.slots_for(regs_mask, len(sample_regs))
     mask = a.mask
-    regs = dict(zip(keys, [sample_regs[i] & mask for i in index], strict=True))
+    regs = dict(zip(keys, pick(sample_regs), strict=True))
     if a.zero:
         regs.update(a.zero)
     if sp_index >= 0:
