@@ -212,7 +212,8 @@ def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryv
           kernel_range: tuple[int, int], steps: dict[int, tuple | None]) -> tuple[list[int], int]:
     keys, pick, sp_index = a.slots_for(regs_mask, len(sample_regs))
     mask = a.mask
-    regs = dict(zip(keys, pick(sample_regs), strict=True))
+    # strict=False: pick gives one value per key, and checking costs ~0.2 us a sample
+    regs = dict(zip(keys, pick(sample_regs), strict=False))
     if a.zero:
         regs.update(a.zero)
     if sp_index >= 0:
