@@ -163,9 +163,11 @@ class _Forwarder:
             spaces = self.spaces
             outcome = spaces.unwind_outcome(e, spaces.session.process(e.pid))
         # the raw data as bytes; no registers and stack (what unwinding needs is done)
-        raw = None if e.raw is None else bytes(e.raw)
-        self.put((FULL, self._attr(e.attr), outcome) + e[1:12] + (raw,) + e[13:16]
-                 + ((), None) + e[18:])
+        if e.raw is None:
+            fields = e[1:16]
+        else:
+            fields = e[1:12] + (bytes(e.raw),) + e[13:16]
+        self.put((FULL, self._attr(e.attr), outcome) + fields + ((), None) + e[18:])
 
     def time_order_violation(self, time: int, max_time: int) -> None:
         self.put((VIOLATION, time, max_time))

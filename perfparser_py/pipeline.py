@@ -13,7 +13,7 @@ import sys
 
 from .elf.image import ElfImage
 from .emit import AttributeTable, Emitter
-from .ordering import MMAP, SAMPLE, TASK, EventQueue
+from .ordering import MMAP, TASK, EventQueue
 from .perfdata import events as ev
 from .perfdata.attr import generated_name
 from .perfdata.errors import PerfDataError
@@ -381,7 +381,7 @@ def enqueue(queue: EventQueue, e, comm_id) -> bool:
     if kind is FusedSample:
         queue.add_sample(e[2], e[9], e)
     elif kind is ev.SampleEvent:
-        queue.add(SAMPLE, e.time, e.size, e)
+        queue.add_sample(e.time, e.size, e)
     elif kind is ev.MmapEvent:
         queue.add(MMAP, e.time, e.size, e)
     elif kind is ev.CommEvent:

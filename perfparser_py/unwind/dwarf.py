@@ -18,7 +18,8 @@ the same stack slots. The rest of such a walk is replayed rather than re-walked:
 keeps, per (pc, sp) after the first step, what the rest of a fast-path-only walk depended on
 and produced; `_replay` checks those inputs against the new sample (one unpack of the words
 involved) and, if they match, appends the frames and writes the words to `history` exactly as
-the walk would have. Anything the check cannot vouch for is walked step by step.
+the walk would have. Both write whole word sets to `history` lazily (History.pending): only
+the slow path reads it back. Anything the check cannot vouch for is walked step by step.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ..elf.cfi import (
 )
 from ..elf.leb128 import sleb as _sleb
 from ..elf.leb128 import uleb as _uleb
+from .history import MAX_PENDING, History
 from .registers import RegTable, table_for
 
 # Frame cap when max_frames is -1: a sanity bound, far beyond any real stack.
@@ -61,7 +63,7 @@ ModuleAt = Callable[[int], "tuple[object, int, object] | None"]
 
 
 def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: memoryview,
-           module_at: ModuleAt, history: dict[int, int], max_frames: int,
+           module_at: ModuleAt, history: History, max_frames: int,
            kernel_range: tuple[int, int] = (0, 0),
            steps: dict | None = None) -> tuple[list[int], int]:
     """Returns (lookup addresses leaf first, first_guessed_index); see the module docstring.
@@ -69,12 +71,14 @@ def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: me
     `regs` holds the sample's user registers packed in the order of the set bits of
     `regs_mask`; `module_at(addr)` -> (image, bias, cfi) | None for a runtime address
     (runtime = vaddr + bias); `history` maps stack addresses to words seen in earlier samples
-    and is updated with every word read from this stack copy. `steps` is the unwinder's
-    per-process cache across calls (lookup address -> compiled CFI step, and the replayable
-    walk suffixes under the key None); the caller must clear it whenever `module_at` would
-    answer differently (a mapping change).
+    and is updated (History.write) with every word read from this stack copy. `steps` is the
+    unwinder's per-process cache across calls (lookup address -> compiled CFI step, and the
+    replayable walk suffixes under the key None); the caller must clear it whenever
+    `module_at` would answer differently (a mapping change).
     """
     try:
+        if len(history.pending) > MAX_PENDING:
+            history.settle()
         a = _ARCHS.get((arch, abi))
         if a is None:
             a = _arch(arch, abi)
@@ -102,9 +106,9 @@ class _Arch:
         self.zero = dict.fromkeys(t.zero_dwarf, 0)
         self.slots: dict[tuple[int, int], tuple] = {}
 
-    def slots_for(self, regs_mask: int, nregs: int) -> tuple[tuple, tuple, int]:
-        """(DWARF registers, their indexes into the packed sample registers, index of the
-        stack pointer or -1) for one sample register mask."""
+    def slots_for(self, regs_mask: int, nregs: int) -> tuple[tuple, Callable, int]:
+        """(DWARF registers, a function giving their values from the packed sample registers,
+        index of the stack pointer or -1) for one sample register mask."""
         key = (regs_mask, nregs)
         found = self.slots.get(key)
         if found is None:
@@ -119,8 +123,14 @@ class _Arch:
                 m >>= 1
                 bit += 1
             pairs = [(d, perf[p]) for d, p in enumerate(t.dwarf_from_perf) if p in perf]
-            found = (tuple(d for d, _i in pairs), tuple(i for _d, i in pairs),
-                     perf.get(t.sp_perf, -1))
+            index = tuple(i for _d, i in pairs)
+            if self.word == 8 and len(index) > 1:
+                # perf's registers are u64: masking them to 64 bits would change nothing
+                pick = itemgetter(*index)
+            else:
+                def pick(sample_regs: tuple[int, ...], index=index, mask=self.mask) -> list[int]:
+                    return [sample_regs[i] & mask for i in index]
+            found = (tuple(d for d, _i in pairs), pick, perf.get(t.sp_perf, -1))
             if len(self.slots) >= _MAX_SLOTS:
                 self.slots.clear()
             self.slots[key] = found
@@ -198,11 +208,12 @@ _MISS = object()
 
 
 def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryview,
-          module_at: ModuleAt, history: dict[int, int], max_frames: int,
+          module_at: ModuleAt, history: History, max_frames: int,
           kernel_range: tuple[int, int], steps: dict[int, tuple | None]) -> tuple[list[int], int]:
-    keys, index, sp_index = a.slots_for(regs_mask, len(sample_regs))
+    keys, pick, sp_index = a.slots_for(regs_mask, len(sample_regs))
     mask = a.mask
-    regs = dict(zip(keys, [sample_regs[i] & mask for i in index], strict=True))
+    # strict=False: pick gives one value per key, and checking costs ~0.2 us a sample
+    regs = dict(zip(keys, pick(sample_regs), strict=False))
     if a.zero:
         regs.update(a.zero)
     if sp_index >= 0:
@@ -217,6 +228,7 @@ def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryv
     append = frames.append
     get = regs.get
     steps_get = steps.get
+    write = history.write
     seen: set[tuple[int, int]] = set()
     mem = None
     exact = True  # pc is an activation address: the first frame's, or a signal frame's caller's
@@ -254,9 +266,8 @@ def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryv
                     # registers are updated in place instead of copied
                     values = unpack(stack, first - lo)
                     regs[sp_reg] = cfa
-                    for reg, v, off in zip(saved, values, offsets, strict=True):
-                        history[first + off] = v
-                        regs[reg] = v
+                    regs.update(zip(saved, values, strict=True))
+                    write(first, offsets, values)
                     ra = values[ra_i]
                     regs[ip] = ra & ~1 if arm else ra
                     new = regs
@@ -387,7 +398,7 @@ def _no_control(_values: tuple) -> tuple:
 
 
 def _replay(suffix: tuple, get: Callable, seen: set, stack: memoryview, lo: int, hi: int,
-            history: dict[int, int], frames: list[int], limit: int) -> bool:
+            history: History, frames: list[int], limit: int) -> bool:
     """Finish the walk with a `_record`ed suffix if it would run identically here: same input
     registers, its words inside this stack copy with the same control words, none of its
     loop-guard keys seen yet and its frames within the limit. Writes the words' current
@@ -400,7 +411,7 @@ def _replay(suffix: tuple, get: Callable, seen: set, stack: memoryview, lo: int,
     values = unpack(stack, rlo - lo)
     if ctl(values) != ctl_values:
         return False
-    history.update(zip(addrs, values, strict=True))
+    history.write(0, addrs, values)
     frames.extend(rframes)
     return True
 
@@ -412,7 +423,7 @@ class _Memory:
                  "history", "klo", "khi", "frames", "guessed")
 
     def __init__(self, a: _Arch, stack: memoryview, lo: int, hi: int, module_at: ModuleAt,
-                 history: dict[int, int], kernel_range: tuple[int, int],
+                 history: History, kernel_range: tuple[int, int],
                  frames: list[int]) -> None:
         self.t = a.t
         self.word, self.mask, self.fmt = a.word, a.mask, a.fmt
@@ -431,7 +442,7 @@ class _Memory:
             return None
         if self.lo <= addr and addr + word <= self.hi:
             v = self.unpack(self.stack, addr - self.lo)[0]
-            self.history[addr] = v
+            self.history.write(addr, _ONE_WORD, (v,))
             return v
         if self.klo <= addr < self.khi:
             return None
@@ -442,7 +453,7 @@ class _Memory:
             if data is None or len(data) != word:
                 return None
             return struct.unpack(self.fmt, data)[0]
-        v = self.history.get(addr)
+        v = self.history.word(addr)
         if v is not None and self.guessed is None:
             self.guessed = len(self.frames)
         return v
@@ -640,6 +651,7 @@ class _Memory:
 
 
 _END: dict[int, int] = {}
+_ONE_WORD = (0,)  # offsets of a History.write of one word
 
 _CONST = {0x08: ("<B", 1), 0x09: ("<b", 1), 0x0A: ("<H", 2), 0x0B: ("<h", 2),
           0x0C: ("<I", 4), 0x0D: ("<i", 4), 0x0E: ("<Q", 8), 0x0F: ("<q", 8)}

@@ -20,6 +20,7 @@ from perfparser_py.elf.cfi import (
 )
 from perfparser_py.elf.image import ElfImage
 from perfparser_py.unwind.dwarf import unwind
+from perfparser_py.unwind.history import History
 from perfparser_py.unwind.registers import arch_family, table_for
 
 from . import perfdata_mini
@@ -61,7 +62,7 @@ def test_recorded_dwarf_case_unwinds_full_chain() -> None:
         return sym[0] if sym else None
 
     prefix = ["work::spin_inner(int)", "work::level2(int)", "level1(int)", "main"]
-    history: dict[int, int] = {}
+    history = History()
     selected = matching = 0
     for s in samples:
         frames, guessed = unwind("x86_64", s.abi, s.regs, mask, s.stack, module_at, history, 1024)
@@ -75,6 +76,7 @@ def test_recorded_dwarf_case_unwinds_full_chain() -> None:
             matching += 1
     assert selected >= 150
     assert matching >= 0.95 * selected
+    history.settle()
     assert history  # stack words are remembered for later samples
 
 
@@ -82,7 +84,7 @@ def test_max_frames_limits_and_resets_guessed() -> None:
     mask, samples, mmaps = perfdata_mini.read(str(CORPUS / "recorded" / "dwarf" / "perf.data"))
     module_at = _address_space("dwarf", "hotloop", mmaps)
     s = samples[10]
-    frames, guessed = unwind("x86_64", s.abi, s.regs, mask, s.stack, module_at, {}, 1)
+    frames, guessed = unwind("x86_64", s.abi, s.regs, mask, s.stack, module_at, History(), 1)
     assert len(frames) == 2 and guessed == 2
 
 
@@ -140,7 +142,7 @@ def test_aarch64_leaf_uses_lr_then_saved_frame() -> None:
     regs[29], regs[30], regs[31], regs[32] = 0x55, 0x2010, sp, 0x1004
     stack = _words("Q", 0x66, 0x3020)
     frames, guessed = unwind("aarch64", 2, tuple(regs), (1 << 33) - 1, stack, _space(rows),
-                             {}, -1)
+                             History(), -1)
     assert frames == [0x1004, 0x200F, 0x301F]
     assert guessed == 3
 
@@ -154,7 +156,7 @@ def test_arm_clears_thumb_bit_and_uses_lr() -> None:
     regs = list(range(16))
     regs[13], regs[14], regs[15] = sp, 0x9999, 0x1010
     stack = _words("I", 0x77, 0x2021)  # saved r11, saved lr (Thumb)
-    frames, _ = unwind("armv7l", 1, tuple(regs), 0xFFFF, stack, _space(rows), {}, -1)
+    frames, _ = unwind("armv7l", 1, tuple(regs), 0xFFFF, stack, _space(rows), History(), -1)
     assert frames == [0x1010, 0x201F]
 
 
@@ -173,7 +175,7 @@ def test_i386_frames_and_module_memory_reads() -> None:
     regs = (1, 2, 3, 4, 5, 6, sp + 4, sp, 0x1020)
     stack = _words("I", 0x2030, 0x1234, 0x3040)
     image = _Image(0x5000, struct.pack("<II", 0, 0x3060))
-    frames, guessed = unwind("i686", 1, regs, 0x1FF, stack, _space(rows, image=image), {}, 16)
+    frames, guessed = unwind("i686", 1, regs, 0x1FF, stack, _space(rows, image=image), History(), 16)
     assert frames == [0x1020, 0x202F, 0x303F, 0x305F]
     assert guessed == 4
 
@@ -184,15 +186,18 @@ def test_guessed_frames_from_history() -> None:
     mask = (1 << 7) | (1 << 8)  # perf SP and IP only
     # Stack copy holds only the first return address; the next word comes from history.
     stack = _words("Q", 0x2000)
-    history = {sp + 8: 0x3000, sp + 16: 0}
+    history = History()
+    history.update({sp + 8: 0x3000, sp + 16: 0})
     frames, guessed = unwind("x86_64", 2, (sp, 0x1000), mask, stack, _space(rows),
                              history, -1)
     assert frames == [0x1000, 0x1FFF, 0x2FFF]
+    history.settle()
     assert history[sp] == 0x2000
     # pc == 0 ended the unwinding, which resets the guessed marker to the end
     assert guessed == 3
     # without the terminating zero, frames after the history read count as guessed
-    history = {sp + 8: 0x3000}
+    history = History()
+    history[sp + 8] = 0x3000
     frames, guessed = unwind("x86_64", 2, (sp, 0x1000), mask, stack, _space(rows), history, -1)
     assert frames == [0x1000, 0x1FFF, 0x2FFF]
     assert guessed == 2
@@ -208,9 +213,9 @@ def test_x86_64_plt_cfa_expression() -> None:
     sp = 0x7FFF_0000
     mask = (1 << 7) | (1 << 8)
     stack = _words("Q", 0x2040, 0x2050)
-    frames, _ = unwind("x86_64", 2, (sp, 0x100B), mask, stack, _space(rows), {}, -1)
+    frames, _ = unwind("x86_64", 2, (sp, 0x100B), mask, stack, _space(rows), History(), -1)
     assert frames == [0x100B, 0x204F]  # (0x100B & 15) >= 11: CFA = rsp + 16
-    frames, _ = unwind("x86_64", 2, (sp, 0x1006), mask, stack, _space(rows), {}, -1)
+    frames, _ = unwind("x86_64", 2, (sp, 0x1006), mask, stack, _space(rows), History(), -1)
     assert frames == [0x1006, 0x203F]
 
 
@@ -224,7 +229,7 @@ def test_signal_frame_lookup_is_exact() -> None:
     sp = 0x7FFF_0000
     mask = (1 << 7) | (1 << 8)
     stack = _words("Q", 0x2000, 0xBB, 0x3000)
-    frames, _ = unwind("x86_64", 2, (sp, 0x1010), mask, stack, _space(rows), {}, -1)
+    frames, _ = unwind("x86_64", 2, (sp, 0x1010), mask, stack, _space(rows), History(), -1)
     # the trampoline and the interrupted frame are activations: their pcs are not decremented
     assert frames == [0x1010, 0x2000, 0x3000]
 
@@ -239,16 +244,16 @@ def test_hostile_rows_terminate(rows: list[Row]) -> None:
     sp = 0x7FFF_0000
     stack = _words("Q", *([0x1010] * 8))
     frames, guessed = unwind("x86_64", 2, (sp, 0x1010), (1 << 7) | (1 << 8), stack,
-                             _space(rows), {}, -1)
+                             _space(rows), History(), -1)
     assert 1 <= len(frames) <= 3
     assert guessed <= len(frames)
 
 
 def test_unsupported_arch_and_garbage_input() -> None:
-    assert unwind("ppc64le", 2, (1, 2), 3, memoryview(b""), lambda a: None, {}, -1) == ([], 0)
-    assert unwind("x86_64", 2, (), 0, memoryview(b""), lambda a: None, {}, -1) == ([], 0)
+    assert unwind("ppc64le", 2, (1, 2), 3, memoryview(b""), lambda a: None, History(), -1) == ([], 0)
+    assert unwind("x86_64", 2, (), 0, memoryview(b""), lambda a: None, History(), -1) == ([], 0)
     frames, _ = unwind("x86_64", 2, (0x10, 0x1234), 0x180, memoryview(b"\1\2\3"),
-                       lambda a: None, {}, -1)
+                       lambda a: None, History(), -1)
     assert frames == [0x1234]
 
 
@@ -270,13 +275,15 @@ def test_replayed_suffixes_match_fresh_walks() -> None:
     mask, samples, mmaps = perfdata_mini.read(str(CORPUS / "recorded" / "dwarf" / "perf.data"))
     module_at = _address_space("dwarf", "hotloop", mmaps)
     shared: dict = {}
-    history_shared: dict[int, int] = {}
-    history_fresh: dict[int, int] = {}
+    history_shared = History()
+    history_fresh = History()
     for s in samples:
         assert (unwind("x86_64", s.abi, s.regs, mask, s.stack, module_at, history_shared, 1024,
                        steps=shared)
                 == unwind("x86_64", s.abi, s.regs, mask, s.stack, module_at, history_fresh,
                           1024))
+        history_shared.settle()
+        history_fresh.settle()
         assert history_shared == history_fresh
     assert shared[None]  # suffixes were recorded
 
@@ -292,7 +299,7 @@ def test_replay_follows_changed_stack_words() -> None:
     sp = 0x7FFF_0000
     mask = (1 << 7) | (1 << 8)
     steps: dict = {}
-    history: dict[int, int] = {}
+    history = History()
     space = _space(rows)
 
     def walk(*words: int) -> list[int]:
@@ -302,6 +309,72 @@ def test_replay_follows_changed_stack_words() -> None:
 
     assert walk(0x2010, 0, 0xAA, 0x3010) == [0x1010, 0x200F, 0x300F]
     assert walk(0x2010, 0, 0xBB, 0x3010) == [0x1010, 0x200F, 0x300F]  # replayed
+    history.settle()
     assert history[sp + 16] == 0xBB  # the word as this sample has it
     assert walk(0x2010, 0, 0xBB, 0x3020) == [0x1010, 0x200F, 0x301F]  # return address moved
     assert walk(0x2010, 0, 0xBB, 0x1050) == [0x1010, 0x200F, 0x104F]  # and into the leaf
+
+
+def test_lazy_history_writes_keep_their_order() -> None:
+    # History holds the walks' writes back; a word read from it must still be the one the
+    # last sample to write that address had. Leaf (0x1000) returns into A (0x2000: rbx at
+    # cfa-16, ra at cfa-8) or B (0x2200: ra at cfa-8), both into the outermost frame (0x3000).
+    # A's rbx slot is B's return address slot (sp + 16).
+    rows = [
+        Row((CFA_REG, 7, 8), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100),
+        Row((CFA_REG, 7, 24), {3: (OFFSET, -16), 16: (OFFSET, -8)}, 16, False, 0x2000, 0x2100),
+        Row((CFA_REG, 7, 16), {16: (OFFSET, -8)}, 16, False, 0x2200, 0x2300),
+        Row((CFA_REG, 7, 8), {16: (UNDEF, 0)}, 16, False, 0x3000, 0x3100),
+    ]
+    sp = 0x7FFF_0000
+    mask = (1 << 7) | (1 << 8)
+    space = _space(rows)
+
+    def run(history: History, steps: dict | None, eager: bool) -> list:
+        def walk(*words: int) -> tuple[list[int], int]:
+            got = unwind("x86_64", 2, (sp, 0x1010), mask, _words("Q", *words), space, history,
+                         -1, steps=steps)
+            if eager:
+                history.settle()
+            return got
+
+        def via_a(rbx: int) -> tuple[list[int], int]:
+            return walk(0x2010, 0, rbx, 0x3010)
+
+        def via_b() -> tuple[list[int], int]:
+            return walk(0x2210, 0, 0x3010)
+
+        def read() -> tuple[list[int], int]:
+            return walk(0x2210)  # B's return address is outside this copy: history has it
+
+        return [via_a(0x3020), via_a(0x3030), via_b(), read(), via_a(0x3040), read(),
+                via_b(), read(), via_a(0x3050), via_a(0x3060), read()]
+
+    steps: dict = {}
+    history = History()
+    lazy = run(history, steps, False)
+    assert steps[None].replays >= 4
+    # every read sees the last write of sp + 16: B's return address or A's rbx
+    assert [lazy[i] for i in (3, 5, 7, 10)] == [
+        ([0x1010, 0x220F, 0x300F], 2),
+        ([0x1010, 0x220F, 0x303F], 2),
+        ([0x1010, 0x220F, 0x300F], 2),
+        ([0x1010, 0x220F, 0x305F], 2),
+    ]
+    eager = History()
+    assert lazy == run(eager, {}, True) == run(History(), None, True)
+    history.settle()
+    assert history == eager and history[sp + 16] == 0x3060
+
+
+def test_history_write_order() -> None:
+    pair, one = (0, 8), (0,)
+    h = History()
+    h[0x110] = 7
+    h.write(0x100, pair, (1, 2))
+    h.write(0x108, one, (3,))  # overwrites the pair's second word
+    assert (h.word(0x100), h.word(0x108), h.word(0x110), h.word(0x118)) == (1, 3, 7, None)
+    h.write(0x100, pair, (4, 5))  # the same address set again: now the newest write of 0x108
+    assert (h.word(0x100), h.word(0x108)) == (4, 5)
+    h.settle()
+    assert h == {0x100: 4, 0x108: 5, 0x110: 7} and not h.pending

@@ -1,0 +1,54 @@
+"""Stack words remembered from a process's earlier samples (SEMANTICS §11.3)."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+# Write sets held back per History before they are applied anyway: bounds their memory.
+MAX_PENDING = 1024
+
+
+class History(dict):
+    """Stack address -> the word an earlier sample of the process had there.
+
+    DWARF unwinding (unwind.dwarf) writes every stack word it reads from a sample here, ~50
+    per sample, but reads them back only when a walk needs a word outside its stack copy,
+    which is rare. So its writes of word sets go through `write()` and are held back in
+    `pending`, in the order they happened: (base, offsets, values) writes base + offsets[i]
+    := values[i], keyed by (base, id(offsets)) - the entry keeps `offsets` alive, so equal
+    keys mean equal address sets. A write of an address set that is already pending
+    overwrites every word of the earlier write: that one is dropped and the new one goes to
+    the end. `word()` reads through them (the newest pending write of an address wins, then
+    the dict); `settle()` applies them in order. Either gives every word as writing it at
+    once would have.
+    """
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: dict[tuple[int, int], tuple[int, tuple[int, ...], tuple[int, ...]]] = {}
+
+    def write(self, base: int, offsets: tuple[int, ...], values: tuple[int, ...]) -> None:
+        """base + offsets[i] := values[i] for every i (offsets ascending), held back."""
+        key = (base, id(offsets))
+        self.pending.pop(key, None)
+        self.pending[key] = (base, offsets, values)
+
+    def word(self, addr: int) -> int | None:
+        """The word at `addr`, as settle() and then get() would give it (pending offsets are
+        in ascending order)."""
+        for base, offsets, values in reversed(self.pending.values()):
+            rel = addr - base
+            if offsets[0] <= rel <= offsets[-1]:
+                i = bisect_left(offsets, rel)
+                if offsets[i] == rel:
+                    return values[i]
+        return self.get(addr)
+
+    def settle(self) -> None:
+        """Apply the pending writes, oldest first."""
+        update = self.update
+        for base, offsets, values in self.pending.values():
+            update(zip([base + off for off in offsets], values, strict=True))
+        self.pending.clear()
