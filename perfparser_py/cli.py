@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import sys
 
 APP_VERSION = "10.0"
@@ -188,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         print("PERFPARSER_DEBUG_WAIT is set, halting perfparser.", file=sys.stderr)
         print(f'Continue with "kill -SIGCONT {os.getpid()}" or by attaching a debugger.',
               file=sys.stderr)
+        import signal  # not up front: with enum it is ~5 ms before the kallsyms worker fork
+
         os.kill(os.getpid(), signal.SIGSTOP)
     try:
         values = parse_args(argv)
@@ -234,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # the reader (hotspot) went away: die quietly the way upstream does, by SIGPIPE
         try:
+            import signal
+
             sys.stdout = None
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGPIPE)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import gzip
 import os
 import struct
 import sys
@@ -211,10 +210,12 @@ def _read(path: str) -> bytes:
         with open(path, "rb") as f:
             data = f.read()
         if data[:2] == b"\x1f\x8b":
+            import gzip  # only for compressed copies; kept out of the imports before the fork
+
             data = gzip.decompress(data)
-    except OSError as e:
+    except OSError as e:  # gzip.BadGzipFile among them
         raise KallsymsError(e.strerror or str(e)) from None
-    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+    except (EOFError, zlib.error) as e:
         raise KallsymsError(f"corrupt gzip data: {e}") from None
     return data
 
