@@ -177,11 +177,15 @@ class ElfFinder:
 
     def open_listed(self, build_ids) -> None:
         """Open now the files perf lists in the FEATURES build-id table (the files with
-        samples), so that their debug sections decompress while the recording is read. Not
-        memoized: where a path goes is still decided when a mapping names it."""
+        samples), so that their debug sections decompress while the recording is read, and
+        build their symbol tables (the first samples' frames need them; a kernel frame
+        may have to wait for the kallsyms worker meanwhile). Not memoized: where a path goes
+        is still decided when a mapping names it."""
         for _pid, _bid, filename in build_ids:
             if filename[:1] != b"[":  # [kernel.kallsyms], [vdso]: no file
-                self._find(filename)
+                image = self._find(filename)[1]
+                if image is not None:
+                    image.load_symbols()
 
     def find_kernel_module(self, recorded_path: bytes) -> tuple[str, ElfImage | None]:
         """Local file for a kernel mmap (pid -1): `sysroot + path` if it is an ELF (§7.2)."""
@@ -242,7 +246,7 @@ class ElfFinder:
         """The one shared image for the real file at `path`."""
         try:
             st = os.stat(path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in a recorded name
             return None
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         if key not in self._images:

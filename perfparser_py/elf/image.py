@@ -502,6 +502,11 @@ class ElfImage:
 
     # ----------------------------------------------------------------- symbols
 
+    def load_symbols(self) -> None:
+        """Build the symbol table now rather than on the first symbol_at."""
+        if self._syms is None:
+            self._syms = self._symbols()
+
     def symbol_at(self, vaddr: int) -> tuple[str, int, int] | None:
         """(demangled name, st_value, st_size) of the symbol covering ELF address `vaddr`."""
         syms = self._syms

@@ -96,3 +96,11 @@ def test_finder_prefetches_listed_files_only(built, tmp_path: Path) -> None:
     finder2 = ElfFinder(app="", extra=[], sysroot="/", debug_paths=[], build_ids=finder.build_ids)
     _, img2 = finder2.find(str(listed).encode())
     assert not img2._inflations
+
+
+def test_listed_names_with_a_nul_are_no_files(tmp_path: Path) -> None:
+    """Fuzz finding (seed 1, #1577): a build-id table name with a NUL byte reached os.stat."""
+    finder = ElfFinder(app="", extra=[], sysroot="/", debug_paths=[], build_ids={})
+    finder.prefetch = True
+    finder.open_listed([(-1, b"", str(tmp_path).encode() + b"/a\0b")])
+    assert finder.find(str(tmp_path).encode() + b"/a\0b")[1] is None
