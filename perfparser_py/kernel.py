@@ -395,8 +395,11 @@ def _serve(path: str, to_parent: int, memfd: int) -> None:
     """The worker: put the table of `path` into `memfd`, then say how it went."""
     import threading
 
-    os.close(0)  # nothing to read, and a parent that dies must not keep its stdout open here
-    os.close(1)
+    for fd in (0, 1):  # nothing to read; and a parent that dies leaves no stdout open here
+        try:
+            os.close(fd)
+        except OSError:
+            pass
     digest: list[str] = []
     try:
         data = _read(path)
