@@ -260,7 +260,7 @@ class RecordedKallsyms:
 
 
 def likely_path(kallsyms: str | None, sysroot: str, debug_paths: list[str],
-                notes: str = "/sys/kernel/notes") -> str:
+                notes_file: str = "/sys/kernel/notes") -> str:
     """The kallsyms file a run will most likely settle on, before the recording is read:
     `--kallsyms`; else, without a sysroot, perf's build-id cache copy for the running kernel
     (the recording was made on this machine: the common case); else the sysroot's
@@ -271,7 +271,7 @@ def likely_path(kallsyms: str | None, sysroot: str, debug_paths: list[str],
         from .elf.notes import gnu_build_id
 
         try:
-            with open(notes, "rb") as f:  # the running kernel's ELF notes
+            with open(notes_file, "rb") as f:  # the running kernel's ELF notes
                 notes = f.read()
         except OSError:
             notes = b""
@@ -356,8 +356,10 @@ class KallsymsWorker:
     def close(self) -> None:
         """End the worker wherever it is and release its descriptors."""
         if self._pid > 0:
+            import signal
+
             try:
-                os.kill(self._pid, 9)
+                os.kill(self._pid, signal.SIGKILL)
                 os.waitpid(self._pid, 0)
             except OSError:
                 pass
