@@ -117,22 +117,28 @@ class _Inflation:
     """One section's decompression: run by the prefetch thread or by the first caller of
     result(), whichever claims it first; the other waits for it."""
 
-    __slots__ = ("_args", "_claim", "_done", "_value")
+    __slots__ = ("_args", "_claim", "_owner", "_done", "_value")
 
     def __init__(self, *args) -> None:
         self._args = args
         self._claim = threading.Lock()  # held by whoever runs the job, never released
+        self._owner = 0  # pid of the process that claimed it
         self._done = threading.Event()
         self._value: tuple | None = None
 
     def run(self) -> None:
         if self._claim.acquire(blocking=False):
+            self._owner = os.getpid()
             self._value = _inflated(*self._args)
             self._args = ()
             self._done.set()
 
     def result(self) -> tuple:
         self.run()
+        if not self._done.is_set() and self._owner != os.getpid():
+            # claimed by the prefetch thread of the process this one was forked from: that
+            # thread does not exist here
+            return _inflated(*self._args)
         self._done.wait()
         return self._value
 

@@ -104,3 +104,18 @@ def test_listed_names_with_a_nul_are_no_files(tmp_path: Path) -> None:
     finder.prefetch = True
     finder.open_listed([(-1, b"", str(tmp_path).encode() + b"/a\0b")])
     assert finder.find(str(tmp_path).encode() + b"/a\0b")[1] is None
+
+
+def test_a_job_claimed_before_a_fork_runs_in_the_child(built) -> None:
+    """A forked process has no prefetch thread: a job that thread held at the fork must not
+    leave the child waiting for it."""
+    import os
+
+    img = ElfImage.open(str(built["zlib"]))
+    packed = img._compressed(".debug_info")
+    job = image_mod._Inflation(*packed)
+    job._claim.acquire()  # as the thread does when it starts the job
+    job._owner = os.getppid()  # ... in another process
+    addr, data, warning = job.result()
+    assert warning is None and bytes(data) == bytes(ElfImage.open(str(built["zlib"]))
+                                                    .section(".debug_info")[1])
