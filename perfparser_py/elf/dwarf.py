@@ -149,6 +149,7 @@ class DwarfInfo:
         self._s = secs
         self._e = "<" if little else ">"
         self._byteorder = "little" if little else "big"
+        self._u32 = struct.Struct(self._e + "I").unpack_from
         self._unit_offsets: list[int] | None = None
         self._headers: dict[int, tuple[int, int, int, int, int, int]] = {}
         self._cus: dict[int, _Cu] = {}
@@ -264,9 +265,22 @@ class DwarfInfo:
         u16 = struct.Struct(e + "H").unpack_from
         u32 = struct.Struct(e + "I").unpack_from
         u64 = struct.Struct(e + "Q").unpack_from
+        # the usual DWARF 5 32-bit header in one unpack (libc has ~2000 units)
+        head5 = struct.Struct(e + "IHBBI").unpack_from
         off = 0
         try:
             while off + 11 <= n:
+                if off + 12 <= n:
+                    length, version, unit_type, addr_size, abbrev_off = head5(info, off)
+                    end = off + 4 + length
+                    if version >= 5 and length != 0xFFFFFFFF and length and end <= n:
+                        pos = off + 12
+                        if unit_type in (4, 5):  # skeleton / split compile: dwo id
+                            pos += 8
+                        if unit_type in (1, 3, 4, 5) and addr_size in (2, 4, 8):
+                            headers[off] = (end, version, addr_size, 4, abbrev_off, pos)
+                        off = end
+                        continue
                 (length,) = u32(info, off)
                 pos = off + 4
                 off_size = 4
@@ -477,9 +491,22 @@ class DwarfInfo:
         tag, children, specs, flags = abbrev
         attrs = {}
         form_value = self._form
+        u32 = self._u32
+        base = cu.offset
         for attr, form, implicit in specs:
-            value, pos = form_value(cu, form, implicit, info, pos)
-            attrs[attr] = value
+            # the commonest forms inline: a _form call costs more than their decoding
+            if form == 0x13:  # ref4
+                attrs[attr] = u32(info, pos)[0] + base
+                pos += 4
+            elif form == 0x0B:  # data1
+                attrs[attr] = info[pos]
+                pos += 1
+            elif form == 0x19:  # flag_present
+                attrs[attr] = 1
+            elif form == 0x21:  # implicit_const
+                attrs[attr] = implicit
+            else:
+                attrs[attr], pos = form_value(cu, form, implicit, info, pos)
         if flags is not None:
             attrs[_FLAGS] = flags
         if pos > cu.end:
@@ -658,29 +685,31 @@ class DwarfInfo:
         if data is None:
             return {}
         e = self._e
+        # one unpack per set header (libc lists ~2000 units, one short set each)
+        head = struct.Struct(e + "IHIBB").unpack_from
+        pairs = {4: struct.Struct(e + "II").iter_unpack, 8: struct.Struct(e + "QQ").iter_unpack}
         out: dict[int, list[tuple[int, int]]] = {}
         off, n = 0, len(data)
         try:
             while off + 4 <= n:
-                (length,) = struct.unpack_from(e + "I", data, off)
-                pos, wide = off + 4, length == 0xFFFFFFFF
-                if wide:
-                    (length,) = struct.unpack_from(e + "Q", data, pos)
-                    pos += 8
-                end = pos + length
-                (version,) = struct.unpack_from(e + "H", data, pos)
-                (cu_off,) = struct.unpack_from(e + ("Q" if wide else "I"), data, pos + 2)
-                pos += 10 if wide else 6
-                addr_size, seg_size = data[pos], data[pos + 1]
-                pos += 2
+                if off + 12 > n:  # a set header cut short
+                    return {}
+                length, version, cu_off, addr_size, seg_size = head(data, off)
+                if length == 0xFFFFFFFF:
+                    (length, version, cu_off) = struct.unpack_from(e + "QHQ", data, off + 4)
+                    addr_size, seg_size = data[off + 22], data[off + 23]
+                    end = off + 12 + length
+                    pos = off + 24
+                else:
+                    end = off + 4 + length
+                    pos = off + 12
                 if end > n or version != 2 or addr_size not in (4, 8) or seg_size:
                     return {}
                 pair = 2 * addr_size
                 pos = off + -(-(pos - off) // pair) * pair  # tuples are aligned to their size
                 ranges = out.setdefault(cu_off, [])
                 stop = pos + max(0, end - pos) // pair * pair
-                for lo, size in struct.iter_unpack(e + ("QQ" if addr_size == 8 else "II"),
-                                                   data[pos:stop]):
+                for lo, size in pairs[addr_size](data[pos:stop]):
                     if lo == 0 and size == 0:
                         break
                     if size:
@@ -780,7 +809,7 @@ class DwarfInfo:
                 if sibling_at is not None and tag in _TYPE_TAGS:
                     sibling = base + int.from_bytes(info[pos + sibling_at:pos + sibling_at + 4],
                                                     self._byteorder)
-                pos = self._skip(plan, info, pos)
+                pos = pos + plan if type(plan) is int else self._skip(plan, info, pos)
                 if pos > unit_end:
                     raise DwarfError("DIE overruns its unit")
                 attrs = None
@@ -816,7 +845,8 @@ class DwarfInfo:
         """abbreviation code -> (tag, has children, skip plan or None to decode fully,
         position of a DW_FORM_ref4 DW_AT_sibling among the fixed-size leading values).
 
-        A plan is ((fixed bytes, variable-length form or 0), ...) for the unit's sizes;
+        A plan is the byte count of fixed-size values only, or ((fixed bytes,
+        variable-length form or 0), ...) for the unit's sizes;
         DW_FORM_indirect and unknown forms get None, so they fail as in _read_die."""
         if cu.skips is not None:
             return cu.skips
@@ -846,9 +876,12 @@ class DwarfInfo:
                         plan = None
                         break
                 fixed += size
-            if plan is not None:
+            if plan:
                 plan.append((fixed, 0))
-            out[code] = (tag, children, None if plan is None else tuple(plan), sibling_at)
+                plan = tuple(plan)
+            elif plan is not None:  # fixed-size values only (most DIEs): a plain byte count
+                plan = fixed
+            out[code] = (tag, children, plan, sibling_at)
         cu.skips = out
         return out
 
