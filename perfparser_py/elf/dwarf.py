@@ -236,10 +236,11 @@ class DwarfInfo:
         at = pos
         step = 64
         while at < n:
-            hit = bytes(data[at:at + step]).find(0)
+            chunk = bytes(data[at:at + step])
+            hit = chunk.find(0)
             if hit >= 0:
                 end = at + hit
-                return bytes(data[pos:end]), end + 1
+                return (chunk[:hit] if at == pos else bytes(data[pos:end])), end + 1
             at += step
             step *= 4
         raise DwarfError("unterminated string")
@@ -1145,10 +1146,26 @@ class DwarfInfo:
         if count > len(data):
             raise DwarfError("entry count larger than the section")
         out = []
+        u32 = self._u32
+        strp = {0x0E: "str", 0x1F: "line_str"} if cu.off_size == 4 else {}
         for _ in range(count):
             path = b""
             d = 0
             for ctype, form in fmts:
+                # every file of every line table read: strp paths and data1 indices inline
+                if form in strp:
+                    (v,) = u32(data, pos)
+                    if ctype == 1:
+                        path = self._str_at(strp[form], v)
+                    pos += 4
+                    continue
+                if form == 0x0B:
+                    if ctype == 1:
+                        path = b""
+                    elif ctype == 2:
+                        d = data[pos]
+                    pos += 1
+                    continue
                 value, pos = self._form(cu, form, 0, data, pos)
                 if ctype == 1:
                     path = self._string(cu, value) or b""
@@ -1231,7 +1248,8 @@ class DwarfInfo:
 
         # This loop runs for every row of every line table a profile hits: special opcodes
         # (most of a program) step by table lookups when max_ops is 1 (all but VLIW), and
-        # the frequent set_column / advance_line read one-byte LEB128 operands inline.
+        # the frequent set_column / advance_line read one-byte LEB128 operands inline; the
+        # standard opcodes are tested in the order of their frequency in GCC's output.
         addr_step, line_step = _special_steps(opcode_base, line_range, min_inst, line_base)
         simple = max_ops == 1
         while pos < end:
@@ -1251,6 +1269,8 @@ class DwarfInfo:
                     pos += 1
                 else:
                     column, pos = uleb(data, pos)
+            elif op == 6 or op == 7 or op == 10 or op == 11:  # negate_stmt (frequent), flags
+                pass
             elif op == 1:  # copy
                 rows.append((addr, 1, seq, file, line, column))
                 seq += 1
@@ -1297,8 +1317,6 @@ class DwarfInfo:
                 pos += 2
             elif op == 12:  # set_isa
                 _, pos = uleb(data, pos)
-            elif op in (6, 7, 10, 11):
-                pass
             else:  # unknown standard opcode: skip its operands
                 for _ in range(std_lengths[op - 1]):
                     _, pos = uleb(data, pos)
