@@ -653,17 +653,16 @@ class DwarfInfo:
         if self._index is not None:
             return self._index
         aranges = self._aranges()
-        entries = []
-        for off in self._units():
-            listed = aranges.get(off)
-            if listed is not None:
-                entries.extend((lo, hi, off) for lo, hi in listed)
-                continue
-            cu = self._unit(off)
-            if not self._top_usable(cu):
-                continue
-            for lo, hi in cu.ranges:
-                entries.append((lo, hi, off))
+        headers = self._headers
+        units = self._units()
+        # comprehensions: libc lists ~2000 units (the sort makes the order irrelevant)
+        entries = [(lo, hi, off) for off, listed in aranges.items() if off in headers
+                   for lo, hi in listed]
+        for off in units:
+            if off not in aranges:
+                cu = self._unit(off)
+                if self._top_usable(cu):
+                    entries.extend((lo, hi, off) for lo, hi in cu.ranges)
         entries.sort()
         self._index = ([e[0] for e in entries], [e[1] for e in entries],
                        [e[2] for e in entries])
@@ -689,6 +688,7 @@ class DwarfInfo:
         # one unpack per set header (libc lists ~2000 units, one short set each)
         head = struct.Struct(e + "IHIBB").unpack_from
         pairs = {4: struct.Struct(e + "II").iter_unpack, 8: struct.Struct(e + "QQ").iter_unpack}
+        one = struct.Struct(e + "4Q").unpack_from
         out: dict[int, list[tuple[int, int]]] = {}
         off, n = 0, len(data)
         try:
@@ -706,9 +706,18 @@ class DwarfInfo:
                     pos = off + 12
                 if end > n or version != 2 or addr_size not in (4, 8) or seg_size:
                     return {}
+                ranges = out.setdefault(cu_off, [])
+                if length == 44 and addr_size == 8 and pos == off + 12:
+                    # the usual set (32-bit, 64-bit addresses): one tuple and the terminator
+                    lo, size, lo2, size2 = one(data, off + 16)
+                    if size:
+                        ranges.append((lo, lo + size))
+                    if (lo or size) and size2:
+                        ranges.append((lo2, lo2 + size2))
+                    off = end
+                    continue
                 pair = 2 * addr_size
                 pos = off + -(-(pos - off) // pair) * pair  # tuples are aligned to their size
-                ranges = out.setdefault(cu_off, [])
                 stop = pos + max(0, end - pos) // pair * pair
                 for lo, size in pairs[addr_size](data[pos:stop]):
                     if lo == 0 and size == 0:
