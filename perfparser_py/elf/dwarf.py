@@ -150,6 +150,7 @@ class DwarfInfo:
         self._e = "<" if little else ">"
         self._byteorder = "little" if little else "big"
         self._u32 = struct.Struct(self._e + "I").unpack_from
+        self._u16 = struct.Struct(self._e + "H").unpack_from
         self._unit_offsets: list[int] | None = None
         self._headers: dict[int, tuple[int, int, int, int, int, int]] = {}
         self._cus: dict[int, _Cu] = {}
@@ -493,7 +494,9 @@ class DwarfInfo:
         attrs = {}
         form_value = self._form
         u32 = self._u32
+        u16 = self._u16
         base = cu.offset
+        off4 = cu.off_size == 4
         for attr, form, implicit in specs:
             # the commonest forms inline: a _form call costs more than their decoding
             if form == 0x13:  # ref4
@@ -506,6 +509,18 @@ class DwarfInfo:
                 attrs[attr] = 1
             elif form == 0x21:  # implicit_const
                 attrs[attr] = implicit
+            elif form == 0x0E and off4:  # strp
+                attrs[attr] = (0x0E, u32(info, pos)[0])
+                pos += 4
+            elif form == 0x05:  # data2
+                attrs[attr] = u16(info, pos)[0]
+                pos += 2
+            elif form == 0x0F and info[pos] < 0x80:  # one-byte udata
+                attrs[attr] = info[pos]
+                pos += 1
+            elif form == 0x17 and off4:  # sec_offset
+                attrs[attr] = u32(info, pos)[0]
+                pos += 4
             else:
                 attrs[attr], pos = form_value(cu, form, implicit, info, pos)
         if flags is not None:
