@@ -149,6 +149,8 @@ class DwarfInfo:
         self._s = secs
         self._e = "<" if little else ">"
         self._byteorder = "little" if little else "big"
+        self._u32 = struct.Struct(self._e + "I").unpack_from
+        self._u16 = struct.Struct(self._e + "H").unpack_from
         self._unit_offsets: list[int] | None = None
         self._headers: dict[int, tuple[int, int, int, int, int, int]] = {}
         self._cus: dict[int, _Cu] = {}
@@ -235,10 +237,11 @@ class DwarfInfo:
         at = pos
         step = 64
         while at < n:
-            hit = bytes(data[at:at + step]).find(0)
+            chunk = bytes(data[at:at + step])
+            hit = chunk.find(0)
             if hit >= 0:
                 end = at + hit
-                return bytes(data[pos:end]), end + 1
+                return (chunk[:hit] if at == pos else bytes(data[pos:end])), end + 1
             at += step
             step *= 4
         raise DwarfError("unterminated string")
@@ -264,9 +267,22 @@ class DwarfInfo:
         u16 = struct.Struct(e + "H").unpack_from
         u32 = struct.Struct(e + "I").unpack_from
         u64 = struct.Struct(e + "Q").unpack_from
+        # the usual DWARF 5 32-bit header in one unpack (libc has ~2000 units)
+        head5 = struct.Struct(e + "IHBBI").unpack_from
         off = 0
         try:
             while off + 11 <= n:
+                if off + 12 <= n:
+                    length, version, unit_type, addr_size, abbrev_off = head5(info, off)
+                    end = off + 4 + length
+                    if version >= 5 and length != 0xFFFFFFFF and length and end <= n:
+                        pos = off + 12
+                        if unit_type in (4, 5):  # skeleton / split compile: dwo id
+                            pos += 8
+                        if unit_type in (1, 3, 4, 5) and addr_size in (2, 4, 8):
+                            headers[off] = (end, version, addr_size, 4, abbrev_off, pos)
+                        off = end
+                        continue
                 (length,) = u32(info, off)
                 pos = off + 4
                 off_size = 4
@@ -477,9 +493,36 @@ class DwarfInfo:
         tag, children, specs, flags = abbrev
         attrs = {}
         form_value = self._form
+        u32 = self._u32
+        u16 = self._u16
+        base = cu.offset
+        off4 = cu.off_size == 4
         for attr, form, implicit in specs:
-            value, pos = form_value(cu, form, implicit, info, pos)
-            attrs[attr] = value
+            # the commonest forms inline: a _form call costs more than their decoding
+            if form == 0x13:  # ref4
+                attrs[attr] = u32(info, pos)[0] + base
+                pos += 4
+            elif form == 0x0B:  # data1
+                attrs[attr] = info[pos]
+                pos += 1
+            elif form == 0x19:  # flag_present
+                attrs[attr] = 1
+            elif form == 0x21:  # implicit_const
+                attrs[attr] = implicit
+            elif form == 0x0E and off4:  # strp
+                attrs[attr] = (0x0E, u32(info, pos)[0])
+                pos += 4
+            elif form == 0x05:  # data2
+                attrs[attr] = u16(info, pos)[0]
+                pos += 2
+            elif form == 0x0F and info[pos] < 0x80:  # one-byte udata
+                attrs[attr] = info[pos]
+                pos += 1
+            elif form == 0x17 and off4:  # sec_offset
+                attrs[attr] = u32(info, pos)[0]
+                pos += 4
+            else:
+                attrs[attr], pos = form_value(cu, form, implicit, info, pos)
         if flags is not None:
             attrs[_FLAGS] = flags
         if pos > cu.end:
@@ -625,17 +668,16 @@ class DwarfInfo:
         if self._index is not None:
             return self._index
         aranges = self._aranges()
-        entries = []
-        for off in self._units():
-            listed = aranges.get(off)
-            if listed is not None:
-                entries.extend((lo, hi, off) for lo, hi in listed)
-                continue
-            cu = self._unit(off)
-            if not self._top_usable(cu):
-                continue
-            for lo, hi in cu.ranges:
-                entries.append((lo, hi, off))
+        headers = self._headers
+        units = self._units()
+        # comprehensions: libc lists ~2000 units (the sort makes the order irrelevant)
+        entries = [(lo, hi, off) for off, listed in aranges.items() if off in headers
+                   for lo, hi in listed]
+        for off in units:
+            if off not in aranges:
+                cu = self._unit(off)
+                if self._top_usable(cu):
+                    entries.extend((lo, hi, off) for lo, hi in cu.ranges)
         entries.sort()
         self._index = ([e[0] for e in entries], [e[1] for e in entries],
                        [e[2] for e in entries])
@@ -658,29 +700,41 @@ class DwarfInfo:
         if data is None:
             return {}
         e = self._e
+        # one unpack per set header (libc lists ~2000 units, one short set each)
+        head = struct.Struct(e + "IHIBB").unpack_from
+        pairs = {4: struct.Struct(e + "II").iter_unpack, 8: struct.Struct(e + "QQ").iter_unpack}
+        one = struct.Struct(e + "4Q").unpack_from
         out: dict[int, list[tuple[int, int]]] = {}
         off, n = 0, len(data)
         try:
             while off + 4 <= n:
-                (length,) = struct.unpack_from(e + "I", data, off)
-                pos, wide = off + 4, length == 0xFFFFFFFF
-                if wide:
-                    (length,) = struct.unpack_from(e + "Q", data, pos)
-                    pos += 8
-                end = pos + length
-                (version,) = struct.unpack_from(e + "H", data, pos)
-                (cu_off,) = struct.unpack_from(e + ("Q" if wide else "I"), data, pos + 2)
-                pos += 10 if wide else 6
-                addr_size, seg_size = data[pos], data[pos + 1]
-                pos += 2
+                if off + 12 > n:  # a set header cut short
+                    return {}
+                length, version, cu_off, addr_size, seg_size = head(data, off)
+                if length == 0xFFFFFFFF:
+                    (length, version, cu_off) = struct.unpack_from(e + "QHQ", data, off + 4)
+                    addr_size, seg_size = data[off + 22], data[off + 23]
+                    end = off + 12 + length
+                    pos = off + 24
+                else:
+                    end = off + 4 + length
+                    pos = off + 12
                 if end > n or version != 2 or addr_size not in (4, 8) or seg_size:
                     return {}
+                ranges = out.setdefault(cu_off, [])
+                if length == 44 and addr_size == 8 and pos == off + 12:
+                    # the usual set (32-bit, 64-bit addresses): one tuple and the terminator
+                    lo, size, lo2, size2 = one(data, off + 16)
+                    if size:
+                        ranges.append((lo, lo + size))
+                    if (lo or size) and size2:
+                        ranges.append((lo2, lo2 + size2))
+                    off = end
+                    continue
                 pair = 2 * addr_size
                 pos = off + -(-(pos - off) // pair) * pair  # tuples are aligned to their size
-                ranges = out.setdefault(cu_off, [])
                 stop = pos + max(0, end - pos) // pair * pair
-                for lo, size in struct.iter_unpack(e + ("QQ" if addr_size == 8 else "II"),
-                                                   data[pos:stop]):
+                for lo, size in pairs[addr_size](data[pos:stop]):
                     if lo == 0 and size == 0:
                         break
                     if size:
@@ -780,7 +834,7 @@ class DwarfInfo:
                 if sibling_at is not None and tag in _TYPE_TAGS:
                     sibling = base + int.from_bytes(info[pos + sibling_at:pos + sibling_at + 4],
                                                     self._byteorder)
-                pos = self._skip(plan, info, pos)
+                pos = pos + plan if type(plan) is int else self._skip(plan, info, pos)
                 if pos > unit_end:
                     raise DwarfError("DIE overruns its unit")
                 attrs = None
@@ -816,7 +870,8 @@ class DwarfInfo:
         """abbreviation code -> (tag, has children, skip plan or None to decode fully,
         position of a DW_FORM_ref4 DW_AT_sibling among the fixed-size leading values).
 
-        A plan is ((fixed bytes, variable-length form or 0), ...) for the unit's sizes;
+        A plan is the byte count of fixed-size values only, or ((fixed bytes,
+        variable-length form or 0), ...) for the unit's sizes;
         DW_FORM_indirect and unknown forms get None, so they fail as in _read_die."""
         if cu.skips is not None:
             return cu.skips
@@ -846,9 +901,12 @@ class DwarfInfo:
                         plan = None
                         break
                 fixed += size
-            if plan is not None:
+            if plan:
                 plan.append((fixed, 0))
-            out[code] = (tag, children, None if plan is None else tuple(plan), sibling_at)
+                plan = tuple(plan)
+            elif plan is not None:  # fixed-size values only (most DIEs): a plain byte count
+                plan = fixed
+            out[code] = (tag, children, plan, sibling_at)
         cu.skips = out
         return out
 
@@ -1112,10 +1170,26 @@ class DwarfInfo:
         if count > len(data):
             raise DwarfError("entry count larger than the section")
         out = []
+        u32 = self._u32
+        strp = {0x0E: "str", 0x1F: "line_str"} if cu.off_size == 4 else {}
         for _ in range(count):
             path = b""
             d = 0
             for ctype, form in fmts:
+                # every file of every line table read: strp paths and data1 indices inline
+                if form in strp:
+                    (v,) = u32(data, pos)
+                    if ctype == 1:
+                        path = self._str_at(strp[form], v)
+                    pos += 4
+                    continue
+                if form == 0x0B:
+                    if ctype == 1:
+                        path = b""
+                    elif ctype == 2:
+                        d = data[pos]
+                    pos += 1
+                    continue
                 value, pos = self._form(cu, form, 0, data, pos)
                 if ctype == 1:
                     path = self._string(cu, value) or b""
@@ -1198,7 +1272,8 @@ class DwarfInfo:
 
         # This loop runs for every row of every line table a profile hits: special opcodes
         # (most of a program) step by table lookups when max_ops is 1 (all but VLIW), and
-        # the frequent set_column / advance_line read one-byte LEB128 operands inline.
+        # the frequent set_column / advance_line read one-byte LEB128 operands inline; the
+        # standard opcodes are tested in the order of their frequency in GCC's output.
         addr_step, line_step = _special_steps(opcode_base, line_range, min_inst, line_base)
         simple = max_ops == 1
         while pos < end:
@@ -1218,6 +1293,8 @@ class DwarfInfo:
                     pos += 1
                 else:
                     column, pos = uleb(data, pos)
+            elif op == 6 or op == 7 or op == 10 or op == 11:  # negate_stmt (frequent), flags
+                pass
             elif op == 1:  # copy
                 rows.append((addr, 1, seq, file, line, column))
                 seq += 1
@@ -1264,8 +1341,6 @@ class DwarfInfo:
                 pos += 2
             elif op == 12:  # set_isa
                 _, pos = uleb(data, pos)
-            elif op in (6, 7, 10, 11):
-                pass
             else:  # unknown standard opcode: skip its operands
                 for _ in range(std_lengths[op - 1]):
                     _, pos = uleb(data, pos)
