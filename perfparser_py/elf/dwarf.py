@@ -264,44 +264,36 @@ class DwarfInfo:
         info = self._s["info"]
         n = len(info)
         e = self._e
-        u16 = struct.Struct(e + "H").unpack_from
         u32 = struct.Struct(e + "I").unpack_from
         u64 = struct.Struct(e + "Q").unpack_from
-        # the usual DWARF 5 32-bit header in one unpack (libc has ~2000 units)
-        head5 = struct.Struct(e + "IHBBI").unpack_from
+        # one unpack per field group: libc has ~2000 units
+        length_version = struct.Struct(e + "IH").unpack_from
+        wide_length_version = struct.Struct(e + "QH").unpack_from
+        v5_fields = struct.Struct(e + "BBI").unpack_from  # unit type, address size, abbrevs
         off = 0
         try:
             while off + 11 <= n:
-                if off + 12 <= n:
-                    length, version, unit_type, addr_size, abbrev_off = head5(info, off)
-                    end = off + 4 + length
-                    if version >= 5 and length != 0xFFFFFFFF and length and end <= n:
-                        pos = off + 12
-                        if unit_type in (4, 5):  # skeleton / split compile: dwo id
-                            pos += 8
-                        if unit_type in (1, 3, 4, 5) and addr_size in (2, 4, 8):
-                            headers[off] = (end, version, addr_size, 4, abbrev_off, pos)
-                        off = end
-                        continue
-                (length,) = u32(info, off)
-                pos = off + 4
+                length, version = length_version(info, off)
                 off_size = 4
+                pos = off + 4
                 if length == 0xFFFFFFFF:
-                    (length,) = u64(info, pos)
+                    length, version = wide_length_version(info, pos)
                     pos += 8
                     off_size = 8
                 end = pos + length
                 if length == 0 or end > n:
                     break
-                (version,) = u16(info, pos)
                 pos += 2
                 unit_type = 1
                 if version >= 5:
-                    unit_type = info[pos]
-                    addr_size = info[pos + 1]
-                    pos += 2
-                    (abbrev_off,) = (u32 if off_size == 4 else u64)(info, pos)
-                    pos += off_size
+                    if off_size == 4:
+                        unit_type, addr_size, abbrev_off = v5_fields(info, pos)
+                        pos += 6
+                    else:
+                        unit_type = info[pos]
+                        addr_size = info[pos + 1]
+                        (abbrev_off,) = u64(info, pos + 2)
+                        pos += 10
                     if unit_type in (4, 5):  # skeleton / split compile: dwo id
                         pos += 8
                     elif unit_type in (2, 6):  # type units: signature + type offset
@@ -703,7 +695,6 @@ class DwarfInfo:
         # one unpack per set header (libc lists ~2000 units, one short set each)
         head = struct.Struct(e + "IHIBB").unpack_from
         pairs = {4: struct.Struct(e + "II").iter_unpack, 8: struct.Struct(e + "QQ").iter_unpack}
-        one = struct.Struct(e + "4Q").unpack_from
         out: dict[int, list[tuple[int, int]]] = {}
         off, n = 0, len(data)
         try:
@@ -722,15 +713,6 @@ class DwarfInfo:
                 if end > n or version != 2 or addr_size not in (4, 8) or seg_size:
                     return {}
                 ranges = out.setdefault(cu_off, [])
-                if length == 44 and addr_size == 8 and pos == off + 12:
-                    # the usual set (32-bit, 64-bit addresses): one tuple and the terminator
-                    lo, size, lo2, size2 = one(data, off + 16)
-                    if size:
-                        ranges.append((lo, lo + size))
-                    if (lo or size) and size2:
-                        ranges.append((lo2, lo2 + size2))
-                    off = end
-                    continue
                 pair = 2 * addr_size
                 pos = off + -(-(pos - off) // pair) * pair  # tuples are aligned to their size
                 stop = pos + max(0, end - pos) // pair * pair
@@ -1170,26 +1152,10 @@ class DwarfInfo:
         if count > len(data):
             raise DwarfError("entry count larger than the section")
         out = []
-        u32 = self._u32
-        strp = {0x0E: "str", 0x1F: "line_str"} if cu.off_size == 4 else {}
         for _ in range(count):
             path = b""
             d = 0
             for ctype, form in fmts:
-                # every file of every line table read: strp paths and data1 indices inline
-                if form in strp:
-                    (v,) = u32(data, pos)
-                    if ctype == 1:
-                        path = self._str_at(strp[form], v)
-                    pos += 4
-                    continue
-                if form == 0x0B:
-                    if ctype == 1:
-                        path = b""
-                    elif ctype == 2:
-                        d = data[pos]
-                    pos += 1
-                    continue
                 value, pos = self._form(cu, form, 0, data, pos)
                 if ctype == 1:
                     path = self._string(cu, value) or b""
