@@ -68,10 +68,9 @@ def _regular(lines: list[bytes]) -> array | None:
 class Kallsyms:
     """Sorted kernel symbol table: address -> (name, module), lines decoded on lookup."""
 
-    def __init__(self, addrs: list[int], lines: list[bytes], text: bytes | None = None) -> None:
+    def __init__(self, addrs: list[int], lines: list[bytes]) -> None:
         self._addrs = addrs  # ascending; equal addresses keep file order
         self._lines = lines  # the raw line of each entry
-        self._text = text  # the lines joined by newlines (a final one aside), if at hand
 
     def __len__(self) -> int:
         return len(self._addrs)
@@ -115,8 +114,15 @@ class Kallsyms:
     @staticmethod
     def parse(data: bytes) -> Kallsyms:
         """The table of a kallsyms text; raises KallsymsError with upstream's message."""
+        addrs, lines, _text = Kallsyms._sorted(data)
+        return Kallsyms(addrs, lines)
+
+    @staticmethod
+    def _sorted(data: bytes) -> tuple[list[int], list[bytes], bytes | None]:
+        """(ascending addresses, their lines, `data` itself while those lines are its lines in
+        file order, else None) of a kallsyms text; raises KallsymsError."""
         addrs: list[int] | None = None
-        text = None  # `data`, while the table's lines are its lines in file order
+        text = None
         if b"\r" not in data:
             lines = data.split(b"\n")
             if lines and not lines[-1]:
@@ -139,7 +145,7 @@ class Kallsyms:
         if first:
             del ordered[:first], lines[:first]
             text = None
-        return Kallsyms(ordered, lines, text)
+        return ordered, lines, text
 
     @staticmethod
     def _parse_irregular(data: bytes) -> tuple[list[bytes], list[int]]:
@@ -156,17 +162,19 @@ class Kallsyms:
                 addrs.append(addr)
         return lines, addrs
 
-    def write_to(self, f) -> None:
-        """The table as `from_buffer` reads it: count, addresses, line offsets, lines."""
-        lines = self._lines
+    @staticmethod
+    def write_table(f, data: bytes) -> None:
+        """The table of kallsyms text `data` as `from_buffer` reads it (count, addresses,
+        line offsets, lines); raises KallsymsError."""
+        addrs, lines, text = Kallsyms._sorted(data)
         f.write(_TABLE_HEAD.pack(len(lines)))
-        f.write(array("Q", self._addrs))
+        f.write(array("Q", addrs))
         f.write(array("Q", accumulate(map((1).__add__, map(len, lines)), initial=0)))
-        f.write(b"\n".join(lines) if self._text is None else self._text)
+        f.write(b"\n".join(lines) if text is None else text)  # the join: ~5-9 ms a copy
 
     @staticmethod
     def from_buffer(buf) -> Kallsyms:
-        """The table `write_to` wrote into `buf` (an mmap), used in place: no line is split or
+        """The table `write_table` wrote into `buf` (an mmap), used in place: no line is split or
         address converted until a lookup reads it."""
         (n,) = _TABLE_HEAD.unpack_from(buf)
         view = memoryview(buf)
@@ -190,7 +198,7 @@ _TABLE_HEAD = struct.Struct("=Q")
 
 
 class _Lines:
-    """Line i of a `Kallsyms.write_to` table in a buffer, as bytes."""
+    """Line i of a `Kallsyms.write_table` table in a buffer, as bytes."""
 
     __slots__ = ("_buf", "_base", "_starts")
 
@@ -259,15 +267,19 @@ class RecordedKallsyms:
         return hit
 
 
+def configured_path(kallsyms: str | None, sysroot: str) -> str:
+    """`--kallsyms`, else the sysroot's /proc/kallsyms: the file a run reads unless the
+    recording's kernel has a copy in perf's build-id cache (pipeline._kallsyms_from_build_id)."""
+    return sysroot + "/proc/kallsyms" if kallsyms is None else kallsyms
+
+
 def likely_path(kallsyms: str | None, sysroot: str, debug_paths: list[str],
                 notes_file: str = "/sys/kernel/notes") -> str:
     """The kallsyms file a run will most likely settle on, before the recording is read:
     `--kallsyms`; else, without a sysroot, perf's build-id cache copy for the running kernel
     (the recording was made on this machine: the common case); else the sysroot's
     /proc/kallsyms (SEMANTICS §10.6; the run's own choice is pipeline._kallsyms_from_build_id)."""
-    if kallsyms is not None:
-        return kallsyms
-    if sysroot in ("", "/"):
+    if kallsyms is None and sysroot in ("", "/"):
         from .elf.notes import gnu_build_id
 
         try:
@@ -279,7 +291,7 @@ def likely_path(kallsyms: str | None, sysroot: str, debug_paths: list[str],
         cached = Kallsyms.cached_path(debug_paths, bid) if bid else None
         if cached:
             return cached
-    return sysroot + "/proc/kallsyms"
+    return configured_path(kallsyms, sysroot)
 
 
 class KallsymsWorker:
@@ -408,9 +420,8 @@ def _serve(path: str, to_parent: int, memfd: int) -> None:
         # hashing releases the GIL: it runs beside the parse
         hashing = threading.Thread(target=lambda: digest.append(_digest(data)))
         hashing.start()
-        table = Kallsyms.parse(data)
         with open(memfd, "wb", closefd=False) as f:
-            table.write_to(f)
+            Kallsyms.write_table(f, data)
         hashing.join()
         reply = b"T" + digest[0].encode("ascii")
     except KallsymsError as err:

@@ -13,6 +13,7 @@ import sys
 
 from .elf.image import ElfImage
 from .emit import AttributeTable, Emitter
+from .kernel import configured_path
 from .ordering import MMAP, TASK, EventQueue
 from .perfdata import events as ev
 from .perfdata.attr import generated_name
@@ -131,10 +132,8 @@ class Sink(Spaces):
         self.emit = emitter
         self.writer = emitter.writer
         self.attrs = attrs
-        kallsyms = options.kallsyms
-        if kallsyms is None:
-            kallsyms = options.sysroot + "/proc/kallsyms"
-        self.symbolizer = Symbolizer(emitter, kallsyms, options.perf_map_path, kallsyms_worker)
+        self.symbolizer = Symbolizer(emitter, configured_path(options.kallsyms, options.sysroot),
+                                     options.perf_map_path, kallsyms_worker)
         self.tracepoints = Tracepoints(emitter)
         self._arch_warned = False
         self._missing_reported: set[bytes] = set()
