@@ -423,7 +423,7 @@ class ElfImage:
             return (sec.addr, self._raw_section(sec))
         job = self._inflations.pop(name, None)
         if job is None:
-            packed = self._compressed(name)
+            packed = self._compressed(sec)
             if packed is None:
                 return None
             job = _Inflation(*packed)
@@ -432,15 +432,12 @@ class ElfImage:
             warn_once(self.path, warning)
         return None if data is None else (addr, memoryview(data))
 
-    def _compressed(self, name: str) -> tuple | None:
-        """(sh_addr, section name, compressed body, type, size) of compressed section `name`
-        (SHF_COMPRESSED, or the GNU .zdebug_ form of a .debug_ section); None if `name` is
-        absent, NOBITS, uncompressed or has a damaged compression header."""
-        sec = self._holder(name)
-        if sec is None:
-            return None
+    def _compressed(self, sec: _Section) -> tuple | None:
+        """(sh_addr, section name, compressed body, type, size) of `sec` (a _holder: an
+        SHF_COMPRESSED section or a GNU .zdebug_ one); None if it is uncompressed or has a
+        damaged compression header."""
         raw = self._raw_section(sec)
-        if sec.name != name:  # .zdebug_
+        if sec.name.startswith(".zdebug_"):
             if bytes(raw[:4]) != b"ZLIB" or len(raw) < 12:
                 return None
             (usize,) = struct.unpack_from(">Q", raw, 4)
@@ -463,11 +460,13 @@ class ElfImage:
         this overlaps the run's other work. section() takes over a job not yet started."""
         for name in names:
             owner = self
-            if self._holder(name) is None and self.debug is not None:
+            sec = self._holder(name)
+            if sec is None and self.debug is not None:
                 owner = self.debug
-            if name in owner._inflations or name in owner._section_cache:
+                sec = owner._holder(name)
+            if sec is None or name in owner._inflations or name in owner._section_cache:
                 continue
-            packed = owner._compressed(name)
+            packed = owner._compressed(sec)
             if packed is not None:
                 job = owner._inflations[name] = _Inflation(*packed)
                 _prefetch(job, len(packed[2]))
@@ -515,10 +514,9 @@ class ElfImage:
 
     def symbol_at(self, vaddr: int) -> tuple[str, int, int] | None:
         """(demangled name, st_value, st_size) of the symbol covering ELF address `vaddr`."""
-        syms = self._syms
-        if syms is None:
-            syms = self._syms = self._symbols()
-        values, sizes, names = syms
+        if self._syms is None:
+            self.load_symbols()
+        values, sizes, names = self._syms
         i = bisect.bisect_left(values, vaddr)
         if i < len(values) and values[i] == vaddr:
             # Section symbols (no name) share their address with the first function of the
@@ -654,11 +652,11 @@ class ElfImage:
         if self._plt is None:
             self._plt = self._build_plt()
         got_addr, names, strs = self._plt
-        word = 8 if self.is_64 else 4
-        name = names.get(got_addr + (slot + 2) * word)
+        slot_addr = got_addr + (slot + 2) * (8 if self.is_64 else 4)
+        name = names.get(slot_addr)
         if type(name) is tuple:  # demangled on first use: a file has thousands, few are hit
             start, end = name
-            name = names[got_addr + (slot + 2) * word] = (
+            name = names[slot_addr] = (
                 demangle(strs[start:end].decode("utf-8", "surrogateescape")) + "@plt")
         return name
 

@@ -112,7 +112,7 @@ def test_a_job_claimed_before_a_fork_runs_in_the_child(built) -> None:
     import os
 
     img = ElfImage.open(str(built["zlib"]))
-    packed = img._compressed(".debug_info")
+    packed = img._compressed(img._holder(".debug_info"))
     job = image_mod._Inflation(*packed)
     job._claim.acquire()  # as the thread does when it starts the job
     job._owner = os.getppid()  # ... in another process
