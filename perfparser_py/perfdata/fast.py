@@ -119,15 +119,17 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
 
     arrays: dict[int, Callable] = {}  # n -> unpack_from of n words
 
+    def new_array(n: int) -> Callable:
+        """The unpack_from of n words, remembered (arrays.get is the hot path's lookup)."""
+        if len(arrays) >= 1024:  # n comes from the input: stay bounded
+            arrays.clear()
+        unpack = arrays[n] = struct.Struct(f"{e}{n}Q").unpack_from
+        return unpack
+
     def u64s(buf, pos: int, end: int, n: int) -> tuple[int, ...]:
         if n < 0 or pos + 8 * n > end:
             raise ValueError("array runs past the end of the record")
-        unpack = arrays.get(n)
-        if unpack is None:
-            if len(arrays) >= 1024:  # n comes from the input: stay bounded
-                arrays.clear()
-            unpack = arrays[n] = struct.Struct(f"{e}{n}Q").unpack_from
-        return unpack(buf, pos)
+        return (arrays.get(n) or new_array(n))(buf, pos)
 
     def sample(buf, pos: int, end: int, misc: int, size: int,
                attr: PerfEventAttr) -> ev.SampleEvent:
@@ -236,11 +238,7 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
             stop = pos + 8 * nr
             if stop > end:
                 raise ValueError("array runs past the end of the record")
-            unpack = arrays.get(nr)
-            if unpack is None:
-                if len(arrays) >= 1024:
-                    arrays.clear()
-                unpack = arrays[nr] = struct.Struct(f"{e}{nr}Q").unpack_from
+            unpack = arrays.get(nr) or new_array(nr)
             if stop + tail > end:
                 raise ValueError("sample fields run past the end of the record")
             return _new(FusedSample, pick(v) + (unpack(buf, pos), misc, size))
