@@ -20,7 +20,6 @@ from .unwind.framepointer import callchain_frames
 _MAX_CHAINS = 1 << 16  # per process; beyond that the cache restarts (bounded memory)
 
 
-
 class Symbolizer:
     def __init__(self, emitter: Emitter, kallsyms_path: str, perf_map_path: str | None,
                  kallsyms_worker=None) -> None:
