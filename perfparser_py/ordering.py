@@ -104,41 +104,29 @@ class EventQueue:
 
     # -- input ---------------------------------------------------------------------------
     def add(self, kind: int, time: int, size: int, event) -> None:
-        st = self.stats
-        if kind == SAMPLE:
-            st.samples += 1
-            self._round_samples += 1
-        elif kind == MMAP:
-            st.mmaps += 1
+        """An MMAP or TASK event (samples: add_sample)."""
+        if kind == MMAP:
+            self.stats.mmaps += 1
             self._round_mmaps += 1
         else:
             self._round_tasks += 1
             size = TASK_EVENT_SIZE
-        if time != 0 and time < st.max_time:
-            st.max_reorder_time = max(st.max_reorder_time, st.max_time - time)
-        else:
-            st.max_time = time  # a time-0 event resets it, as upstream does (SEMANTICS §16)
-        self._events.append((time, kind == SAMPLE, self._seq, kind, size, event))
-        self._seq += 1
-        self._bytes += size
-        self._round_bytes += size
-        if self._bytes > st.max_buffer_size:
-            st.max_buffer_size = self._bytes
-        if self._target != 0 and self._bytes > self._target:
-            self._flush(self._target // 2)
+        self._push(time, False, kind, size, event)
 
     def add_sample(self, time: int, size: int, event) -> None:
-        """add(SAMPLE, ...) without the kind dispatch (one call per sample)."""
-        st = self.stats
-        st.samples += 1
+        self.stats.samples += 1
         self._round_samples += 1
+        self._push(time, True, SAMPLE, size, event)
+
+    def _push(self, time: int, is_sample: bool, kind: int, size: int, event) -> None:
+        st = self.stats
         if time != 0 and time < st.max_time:
             if st.max_time - time > st.max_reorder_time:
                 st.max_reorder_time = st.max_time - time
         else:
-            st.max_time = time
+            st.max_time = time  # a time-0 event resets it, as upstream does (SEMANTICS §16)
         seq = self._seq
-        self._events.append((time, True, seq, SAMPLE, size, event))
+        self._events.append((time, is_sample, seq, kind, size, event))
         self._seq = seq + 1
         n = self._bytes = self._bytes + size
         self._round_bytes += size
