@@ -283,15 +283,11 @@ class PerfReader:
                 body = pos + 8
                 if rtype == 9:
                     attr = self._sample_attr(buf, body, rend)
-                    if fused is not None:
-                        key = id(attr)
-                        decode = fused.get(key, False)
-                        if decode is False:
-                            decode = fused[key] = dec.fused(attr)
-                        if decode is not None:
-                            yield decode(buf, body, rend, misc, size)
-                        else:
-                            yield sample(buf, body, rend, misc, size, attr)
+                    decode = None if fused is None else fused.get(id(attr), False)
+                    if decode is False:
+                        decode = fused[id(attr)] = dec.fused(attr)
+                    if decode is not None:
+                        yield decode(buf, body, rend, misc, size)
                     else:
                         yield sample(buf, body, rend, misc, size, attr)
                 elif rtype == 10:
