@@ -316,8 +316,9 @@ class KallsymsWorker:
     @staticmethod
     def start(path: str) -> KallsymsWorker | None:
         """A worker parsing `path`, or None without two CPUs, fork or memfd."""
-        affinity = getattr(os, "sched_getaffinity", None)
-        if affinity is None or len(affinity(0)) < 2 or not hasattr(os, "memfd_create"):
+        from . import cpus
+
+        if cpus.usable() < 2 or not hasattr(os, "memfd_create"):
             return None
         fds: list[int] = []
         try:

@@ -24,6 +24,7 @@ import pickle
 import struct
 import sys
 
+from . import cpus
 from .ordering import EventQueue
 from .perfdata import events as ev
 from .perfdata.attr import SAMPLE_REGS_USER, SAMPLE_STACK_USER
@@ -61,13 +62,7 @@ def wanted(r, source) -> bool:
         return False
     if switch == "1":
         return True
-    return len(source.buffer()) >= _MIN_BYTES and _cpus() >= 2
-
-
-def _cpus() -> int:
-    """CPUs this process may run on."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+    return len(source.buffer()) >= _MIN_BYTES and cpus.usable() >= 2
 
 
 def run_split(r, source) -> int:

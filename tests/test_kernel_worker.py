@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from perfparser_py import cache, kernel, pipeline
+from perfparser_py import cache, cpus, kernel, pipeline
 from perfparser_py.cli import make_options, parse_args
 from perfparser_py.kernel import Kallsyms, KallsymsError, KallsymsWorker, likely_path
 from tests.corpus.expect import CORPUS, case_options
 from tests.test_kernel_fast import random_kallsyms
 
-pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
+pytestmark = pytest.mark.skipif(cpus.usable() < 2,
                                 reason="the worker needs two CPUs")  # CI machines have them
 
 
