@@ -41,7 +41,7 @@ from ..elf.cfi import (
 )
 from ..elf.leb128 import sleb as _sleb
 from ..elf.leb128 import uleb as _uleb
-from .history import MAX_PENDING, History
+from .history import History
 from .registers import RegTable, table_for
 
 # Frame cap when max_frames is -1: a sanity bound, far beyond any real stack.
@@ -77,8 +77,7 @@ def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: me
     `module_at` would answer differently (a mapping change).
     """
     try:
-        if len(history.pending) > MAX_PENDING:
-            history.settle()
+        history.bound()
         a = _ARCHS.get((arch, abi))
         if a is None:
             a = _arch(arch, abi)

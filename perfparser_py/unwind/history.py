@@ -46,6 +46,12 @@ class History(dict):
                     return values[i]
         return self.get(addr)
 
+    def bound(self) -> None:
+        """Settle once more than MAX_PENDING writes wait (the unwinder calls it per walk: one
+        length check there instead of one per write)."""
+        if len(self.pending) > MAX_PENDING:
+            self.settle()
+
     def settle(self) -> None:
         """Apply the pending writes, oldest first."""
         update = self.update
