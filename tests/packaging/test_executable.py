@@ -3,6 +3,10 @@
 import os
 import subprocess
 
+import pytest
+
+from .conftest import REPO
+
 # Start-up time is measured by packaging/README.md's benchmark, not asserted here.
 
 
@@ -31,3 +35,29 @@ def test_unknown_option_exit_code(perfparser_exe):
     assert done.returncode == 1
     assert b"Unknown option 'no-such-option'" in done.stderr
     assert b"Traceback" not in done.stderr
+
+
+def _build_id(path):
+    from elftools.elf.elffile import ELFFile
+
+    with open(path, "rb") as f:
+        notes = ELFFile(f).get_section_by_name(".note.gnu.build-id")
+        return next(note["n_desc"] for note in notes.iter_notes())
+
+
+def test_bundles_the_optimized_interpreter(perfparser_exe):
+    """build.sh freezes packaging/build-python.sh's PGO+LTO CPython: a distribution's shared
+    libpython runs the parser 15-20 % slower (docs/performance.md)."""
+    build = REPO / "build"
+    if build not in perfparser_exe.parents:
+        pytest.skip("a prebuilt executable from elsewhere: its interpreter is its builder's")
+    python = build / "python" / "bin" / "python3"
+    flags = subprocess.run(
+        [str(python), "-c", "import sysconfig as s; print(s.get_config_var('PY_CFLAGS_NODIST'),"
+         " s.get_config_var('PY_LDFLAGS_NODIST'))"],
+        capture_output=True, text=True, check=True).stdout.split()
+    assert "-fprofile-use" in flags
+    assert "-flto=auto" in flags
+    bundled = next((perfparser_exe.parent / "_internal").glob("libpython3*.so*"))
+    built = next((build / "python" / "lib").glob(bundled.name))
+    assert _build_id(bundled) == _build_id(built)
