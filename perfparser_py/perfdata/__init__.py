@@ -5,23 +5,35 @@ import sys
 import types
 
 
-class _PdbOnFirstUse(types.ModuleType):
-    """Stands in for pdb while construct is imported: construct.debug imports pdb (with bdb,
-    cmd, code, glob and pprint: ~5 ms of every start) for its Debugger, which the parser never
-    uses. The real module is imported if that Debugger ever calls it."""
+class _OnFirstUse(types.ModuleType):
+    """Stands in for a module while construct is imported. construct imports pdb (with bdb,
+    cmd, code, glob, pprint), traceback (with textwrap) and pickle for its Debugger and its
+    Pickled field, which the parser never uses: ~8 ms of every start. The real module is
+    imported if one of those is ever used."""
 
-    def __getattr__(self, name):
+    def __getattr__(self, attr):
         import importlib
 
-        return getattr(importlib.import_module("pdb"), name)
+        name = self.__name__
+        if sys.modules.get(name) is self:  # used while construct is still being imported
+            del sys.modules[name]
+        return getattr(importlib.import_module(name), attr)
 
 
-if "construct" not in sys.modules and "pdb" not in sys.modules:
-    sys.modules["pdb"] = _PdbOnFirstUse("pdb")
+def _import_construct() -> None:
+    stand_ins = [n for n in ("pdb", "pickle", "traceback") if n not in sys.modules]
+    for name in stand_ins:
+        sys.modules[name] = _OnFirstUse(name)
     try:
         import construct  # noqa: F401
     finally:
-        del sys.modules["pdb"]
+        for name in stand_ins:
+            if isinstance(sys.modules.get(name), _OnFirstUse):
+                del sys.modules[name]
+
+
+if "construct" not in sys.modules:
+    _import_construct()
 
 from .attr import PerfEventAttr, generated_name  # noqa: E402
 from .errors import PerfDataError  # noqa: E402
