@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import pickle
 import struct
 import sys
 
@@ -170,6 +169,8 @@ class _Forwarder:
     def _attr(self, attr) -> int:
         index = self._attrs.get(id(attr))
         if index is None:
+            import pickle
+
             index = self._attrs[id(attr)] = len(self._attr_objects)
             self._attr_objects.append(attr)
             self.put((ATTR, pickle.dumps(attr)))
@@ -206,6 +207,8 @@ def _child(r, source, wfd: int) -> None:
 
 
 def _read(r, source, items: list, send) -> None:
+    import pickle  # here, not up front: a run that is not split never needs it
+
     from .perfdata.reader import PerfReader
 
     options = r.options
@@ -252,6 +255,7 @@ def _read(r, source, items: list, send) -> None:
 # -- this process: replay -----------------------------------------------------------------
 
 def _replay(r, pipe) -> int:
+    import pickle
     sink = r.sink
     sample, full, mmap, task = sink.sample, sink.full_sample, sink.mmap, sink.task
     numbered, define_chain = sink.numbered_sample, sink.define_chain

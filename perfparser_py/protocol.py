@@ -12,10 +12,14 @@ from __future__ import annotations
 import struct
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
-from .protocol_schema import SCHEMA
+from .standins import import_without
+
+import_without("dataclasses", ("inspect",))
+from dataclasses import dataclass, fields  # noqa: E402
+
+from .protocol_schema import SCHEMA  # noqa: E402
 
 if TYPE_CHECKING:
     from .protocol_messages import Stream
@@ -58,6 +62,8 @@ INVALID_VARIANT = Variant(0, None, True)
 
 @dataclass(slots=True)
 class BuildId:
+    """A file perf lists with samples: its build id (FEATURES build-id table)."""
+
     pid: int
     id: bytes | None
     file_name: bytes | None
@@ -65,6 +71,8 @@ class BuildId:
 
 @dataclass(slots=True)
 class NumaNode:
+    """One NUMA node of the recording machine (feature NUMA_TOPOLOGY)."""
+
     node_id: int
     mem_total: int
     mem_free: int
@@ -73,12 +81,16 @@ class NumaNode:
 
 @dataclass(slots=True)
 class Pmu:
+    """A PMU type number and its name (feature PMU_MAPPINGS)."""
+
     type: int
     name: bytes | None
 
 
 @dataclass(slots=True)
 class GroupDesc:
+    """An event group: its leader and size (feature GROUP_DESC)."""
+
     name: bytes | None
     leader_index: int
     num_members: int

@@ -84,6 +84,8 @@ def feature_structs(big_endian: bool) -> dict[int, Construct]:
 
 @dataclass(slots=True)
 class Features:
+    """The feature sections of a file-mode recording that the pipeline uses."""
+
     hostname: bytes | None = None
     osrelease: bytes | None = None
     version: bytes | None = None

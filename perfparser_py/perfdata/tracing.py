@@ -38,6 +38,8 @@ _MAX_SIZE = 2**31 - 1
 
 @dataclass(slots=True)
 class FormatField:
+    """One field of a tracepoint format: type text, place and FIELD_* flags."""
+
     name: bytes
     type: bytes
     offset: int = 0
@@ -49,6 +51,8 @@ class FormatField:
 
 @dataclass(slots=True)
 class EventFormat:
+    """A tracepoint's `format` file: id, names, fields and print format."""
+
     id: int
     system: bytes
     name: bytes
@@ -60,6 +64,8 @@ class EventFormat:
 
 @dataclass(slots=True)
 class TracingData:
+    """What the tracing data blob holds, with the warnings parsing it gave."""
+
     version: bytes = b""
     big_endian: bool = False
     long_size: int = 8

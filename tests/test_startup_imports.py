@@ -1,0 +1,49 @@
+"""A run imports neither the debugger, pickle and traceback modules that construct pulls in nor
+inspect (with ast, dis, tokenize), which construct and dataclasses pull in: perfparser_py.standins
+stands in for them (~10 ms of every start). What those libraries use them for still works."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+UNUSED = ("pdb", "bdb", "pickle", "traceback", "inspect", "ast", "dis", "tokenize")
+
+RUN = """
+import sys
+from perfparser_py import cli
+code = cli.main(["--input", sys.argv[1], "--output", "/dev/null", "--no-cache"])
+print(code, sorted(m for m in {unused!r} if m in sys.modules))
+"""
+
+LIBRARIES = """
+import sys
+import perfparser_py.perfdata, perfparser_py.protocol
+import construct, construct.debug, dataclasses, pickle
+
+@dataclasses.dataclass
+class NoDoc:
+    x: int
+
+print(construct.Pickled.parse(pickle.dumps([1, 2])), NoDoc.__doc__)
+print(construct.debug.pdb.post_mortem.__module__, construct.debug.inspect.getsource.__module__)
+"""
+
+
+def _recording() -> Path:
+    return next(p for p in sorted(CORPUS.glob("recorded/*/perf.data")) if p.stat().st_size > 0)
+
+
+def test_run_imports_none_of_them(monkeypatch):
+    monkeypatch.setenv("PERFPARSER_PY_SPLIT", "0")
+    done = subprocess.run([sys.executable, "-c", RUN.format(unused=UNUSED), str(_recording())],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.split(None, 1) == ["0", "[]\n"]
+
+
+def test_libraries_still_work_with_them():
+    done = subprocess.run([sys.executable, "-c", LIBRARIES], capture_output=True, text=True,
+                          check=True)
+    pickled, debugger = done.stdout.splitlines()
+    assert pickled == "[1, 2] NoDoc(x: int)"
+    assert debugger == "pdb inspect"
