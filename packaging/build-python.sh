@@ -7,9 +7,10 @@
 #   packaging/build-python.sh   -> build/python/bin/python3 (a venv for PyInstaller beside it,
 #                                  build/python-venv, with the project and PyInstaller installed)
 #
-# The profile is trained on the parser itself (packaging/pgo_train.py, on examples/) rather than
-# CPython's test suite: the interpreter paths it exercises are the ones the executable runs, and
-# it takes seconds instead of ten minutes on two cores. The whole build takes about 8 minutes on
+# The profile is trained on the parser itself (packaging/pgo_train.py: the recordings of
+# examples/ and of packaging/pgo/, a C++ program) rather than CPython's test suite: the
+# interpreter paths it exercises are the ones the executable runs, and it takes seconds instead
+# of ten minutes on two cores. The whole build takes about 8 minutes on
 # 2 cores; reruns reuse it until this script, the training or its recordings change.
 #
 # Source: the CPython release tarball, pinned by checksum. PERFPARSER_CPYTHON_TARBALL names a
@@ -25,12 +26,16 @@ prefix=$root/build/python
 venv=$root/build/python-venv
 work=$root/build/cpython
 jobs=$(nproc 2>/dev/null || echo 2)
-recipe=$(cat "$here/build-python.sh" "$here/pgo_train.py" "$root"/examples/*.perf.data |
-    sha256sum | cut -d' ' -f1)
+recipe=$(cat "$here/build-python.sh" "$here/pgo_train.py" "$root"/examples/*.perf.data \
+    "$here"/pgo/*.perf.data "$here"/pgo/train | sha256sum | cut -d' ' -f1)
 
 if [ "$(cat "$prefix/.complete" 2>/dev/null)" != "$recipe" ]; then
     # the training run imports the parser's pure-Python dependencies from the project's venv
-    py=${PYTHON:-$root/.venv/bin/python}
+    py=$root/.venv/bin/python
+    if [ ! -x "$py" ]; then
+        echo "build-python.sh: no $py (tools/run-tests or tools/quickstart makes it)" >&2
+        exit 1
+    fi
     deps=$("$py" -c 'import construct, elftools, os
 print(" ".join(sorted({os.path.dirname(os.path.dirname(m.__file__)) for m in (construct, elftools)})))')
     mkdir -p "$work"
@@ -64,6 +69,8 @@ print(" ".join(sorted({os.path.dirname(os.path.dirname(m.__file__)) for m in (co
     grep -q "^pgo training: done" "$work/make.log" ||
         { grep "^pgo training" "$work/make.log" >&2; echo "PGO training failed" >&2; exit 1; }
     make install >"$work/install.log" 2>&1 || { tail -30 "$work/install.log" >&2; exit 1; }
+    cd "$root"
+    rm -rf "$work/src"  # ~0.5 GB of objects; the tarball stays for a rebuild
     echo "$recipe" >"$prefix/.complete"
 fi
 

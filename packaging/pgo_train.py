@@ -3,15 +3,31 @@
 Run by the instrumented interpreter inside CPython's build tree (its PROFILE_TASK):
     python pgo_train.py ROOT [DIR ...]
 ROOT is the project checkout, each DIR a directory holding the pure-Python dependencies
-(construct, pyelftools). The parser reads the sample recordings shipped in examples/ (frame
-pointers, and DWARF stacks) in one process, in two output flavours, so the profile sees the
-interpreter paths the executable runs: record decoding, unwinding, ELF/DWARF reading and
-stream encoding. Uncompressed recordings and --no-cache keep the C extensions (zstandard, lz4)
+(construct, pyelftools). The parser reads the recordings in TRAINING_DIRS (frame pointers and
+DWARF stacks, of a C and a C++ program) in one process, in every output flavour, so the profile
+sees the interpreter paths the executable runs: record decoding, unwinding, ELF/DWARF reading,
+demangling and stream encoding. None of them is a tools/bench workload. Uncompressed recordings and --no-cache keep the C extensions (zstandard, lz4)
 out of it, which the build tree's interpreter could not load for another Python version.
 """
 
 import os
 import sys
+
+
+# (directory, what it holds): each directory's recordings are of the programs beside them
+TRAINING_DIRS = (
+    ("examples", "the README's C demo"),
+    ("packaging/pgo", "a C++ program: templates, inlined libstdc++ code, mangled names"),
+)
+
+
+def recordings(root):
+    """(recording, its --app directory) for every *.perf.data of TRAINING_DIRS."""
+    for rel, _what in TRAINING_DIRS:
+        app = os.path.join(root, rel)
+        for name in sorted(os.listdir(app)):
+            if name.endswith(".perf.data"):
+                yield os.path.join(app, name), app
 
 
 def main(argv):
@@ -21,15 +37,11 @@ def main(argv):
     os.environ["PERFPARSER_PY_SPLIT"] = "0"
     from perfparser_py import cli
 
-    examples = os.path.join(root, "examples")
-    recordings = sorted(
-        os.path.join(examples, name) for name in os.listdir(examples) if name.endswith(".perf.data")
-    )
     failures = 0
-    for path in recordings:
-        for protocol in ("current", "1.3"):
+    for path, app in recordings(root):
+        for protocol in ("current", "1.5", "1.4", "1.3"):
             args = ["--input", path, "--output", os.devnull, "--no-cache", "--protocol", protocol,
-                    "--app", examples]
+                    "--app", app]
             status = cli.main(args)
             print(f"pgo training: {os.path.basename(path)} --protocol {protocol}: exit {status}")
             failures += status != 0
