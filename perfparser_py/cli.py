@@ -228,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         except FlavourError as err:
             print(err, file=sys.stderr)
             return INVALID_OPTION
+        from .standins import import_run_libraries
+
+        import_run_libraries()  # before the run's modules import them whole
         from .pipeline import run
 
         gc.freeze()  # module-level objects of the imports: never garbage, never rescanned

@@ -12,14 +12,10 @@ from __future__ import annotations
 import struct
 from array import array
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
-from .standins import import_without
-
-import_without("dataclasses", ("inspect",))
-from dataclasses import dataclass, fields  # noqa: E402
-
-from .protocol_schema import SCHEMA  # noqa: E402
+from .protocol_schema import SCHEMA
 
 if TYPE_CHECKING:
     from .protocol_messages import Stream

@@ -18,6 +18,8 @@ print(code, sorted(m for m in {unused!r} if m in sys.modules))
 
 LIBRARIES = """
 import sys
+from perfparser_py.standins import import_run_libraries
+import_run_libraries()
 import perfparser_py.perfdata, perfparser_py.protocol
 import construct, construct.debug, dataclasses, pickle
 

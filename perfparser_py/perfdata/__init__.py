@@ -1,13 +1,9 @@
 """The perf.data grammar: headers, attributes, features, records (construct declarations),
 fast decoders for the hot records, and PerfReader that turns an input into events."""
 
-from ..standins import import_without
-
-import_without("construct", ("pdb", "pickle", "traceback", "inspect"))
-
-from .attr import PerfEventAttr, generated_name  # noqa: E402
-from .errors import PerfDataError  # noqa: E402
-from .events import (  # noqa: E402
+from .attr import PerfEventAttr, generated_name
+from .errors import PerfDataError
+from .events import (
     AttrEvent,
     CommEvent,
     DataStartEvent,
@@ -24,8 +20,8 @@ from .events import (  # noqa: E402
     SwitchEvent,
     TracingDataEvent,
 )
-from .features import Features  # noqa: E402
-from .reader import PerfReader  # noqa: E402
+from .features import Features
+from .reader import PerfReader
 
 __all__ = [
     "AttrEvent", "CommEvent", "DataStartEvent", "ExitEvent", "Features", "FeaturesEvent",
