@@ -130,8 +130,8 @@ class _Inflation:
         if self._claim.acquire(blocking=False):
             self._owner = os.getpid()
             self._value = _inflated(*self._args)
+            self._done.set()  # before the arguments go: a fork in between finds one or the other
             self._args = ()
-            self._done.set()
 
     def result(self) -> tuple:
         self.run()
@@ -514,9 +514,10 @@ class ElfImage:
 
     def symbol_at(self, vaddr: int) -> tuple[str, int, int] | None:
         """(demangled name, st_value, st_size) of the symbol covering ELF address `vaddr`."""
-        if self._syms is None:
-            self.load_symbols()
-        values, sizes, names = self._syms
+        syms = self._syms
+        if syms is None:
+            syms = self._syms = self._symbols()
+        values, sizes, names = syms
         i = bisect.bisect_left(values, vaddr)
         if i < len(values) and values[i] == vaddr:
             # Section symbols (no name) share their address with the first function of the
