@@ -507,17 +507,16 @@ class ElfImage:
 
     # ----------------------------------------------------------------- symbols
 
-    def load_symbols(self) -> None:
-        """Build the symbol table now rather than on the first symbol_at."""
+    def load_symbols(self) -> tuple[list[int], list[int], list[bytes]]:
+        """The symbol table, built now if it is not yet (open_listed: before the first
+        symbol_at)."""
         if self._syms is None:
             self._syms = self._symbols()
+        return self._syms
 
     def symbol_at(self, vaddr: int) -> tuple[str, int, int] | None:
         """(demangled name, st_value, st_size) of the symbol covering ELF address `vaddr`."""
-        syms = self._syms
-        if syms is None:
-            syms = self._syms = self._symbols()
-        values, sizes, names = syms
+        values, sizes, names = self._syms or self.load_symbols()
         i = bisect.bisect_left(values, vaddr)
         if i < len(values) and values[i] == vaddr:
             # Section symbols (no name) share their address with the first function of the
