@@ -45,17 +45,27 @@ def _build_id(path):
         return next(note["n_desc"] for note in notes.iter_notes())
 
 
+def _built_here(exe):
+    """REPO/build when `exe` was built there (build.sh's interpreter and venv are beside it);
+    a prebuilt executable from elsewhere is its builder's business."""
+    build = REPO / "build"
+    if build not in exe.parents:
+        pytest.skip("a prebuilt executable from elsewhere")
+    return build
+
+
+def _run_python(python, code):
+    return subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
 def test_bundles_the_optimized_interpreter(perfparser_exe):
     """build.sh freezes packaging/build-python.sh's PGO+LTO CPython: a distribution's shared
     libpython runs the parser 15-20 % slower (docs/performance.md)."""
-    build = REPO / "build"
-    if build not in perfparser_exe.parents:
-        pytest.skip("a prebuilt executable from elsewhere: its interpreter is its builder's")
-    python = build / "python" / "bin" / "python3"
-    flags = subprocess.run(
-        [str(python), "-c", "import sysconfig as s; print(s.get_config_var('PY_CFLAGS_NODIST'),"
-         " s.get_config_var('PY_LDFLAGS_NODIST'))"],
-        capture_output=True, text=True, check=True).stdout.split()
+    build = _built_here(perfparser_exe)
+    flags = _run_python(build / "python" / "bin" / "python3",
+                        "import sysconfig as s; print(s.get_config_var('PY_CFLAGS_NODIST'),"
+                        " s.get_config_var('PY_LDFLAGS_NODIST'))")
     assert "-fprofile-use" in flags
     assert "-flto=auto" in flags
     bundled = next((perfparser_exe.parent / "_internal").glob("libpython3*.so*"))
@@ -66,19 +76,15 @@ def test_bundles_the_optimized_interpreter(perfparser_exe):
 # What the parser imports from compiled dependencies (lazily, where a failed import falls back
 # to a slower path instead of failing: isal -> zlib): PyInstaller's analysis cannot see the
 # imports made from C, so the bundle is checked against what really loads.
-ACCELERATORS = "import isal.isal_zlib, zstandard, lz4.block, lz4.frame, pyderust"
+ACCELERATORS = ("isal.isal_zlib", "zstandard", "lz4.block", "lz4.frame", "pyderust")
 
 
 def test_bundle_holds_every_module_the_accelerators_load(perfparser_exe):
-    build = REPO / "build"
-    if build not in perfparser_exe.parents:
-        pytest.skip("a prebuilt executable from elsewhere: its contents are its builder's")
-    python = build / "python-venv" / "bin" / "python"
-    probe = (f"import sys; {ACCELERATORS}; "
-             "print('\\n'.join(sorted(m for m in sys.modules "
-             "if m.split('.')[0] in ('isal', 'zstandard', 'lz4', 'pyderust'))))")
-    loaded = subprocess.run([str(python), "-c", probe], capture_output=True, text=True,
-                            check=True).stdout.split()
+    build = _built_here(perfparser_exe)
+    packages = tuple({name.split(".")[0] for name in ACCELERATORS})
+    loaded = _run_python(build / "python-venv" / "bin" / "python",
+                         f"import sys; import {', '.join(ACCELERATORS)}; "
+                         f"print(*sorted(m for m in sys.modules if m.split('.')[0] in {packages}))")
     internal = perfparser_exe.parent / "_internal"
     missing = [name for name in loaded
                if not any(internal.glob(name.replace(".", "/") + ".*"))
