@@ -14,16 +14,16 @@ import os
 import sys
 
 
-# (directory, what it holds): each directory's recordings are of the programs beside them
+# each directory's recordings are of the programs beside them
 TRAINING_DIRS = (
-    ("examples", "the README's C demo"),
-    ("packaging/pgo", "a C++ program: templates, inlined libstdc++ code, mangled names"),
+    "examples",  # the README's C demo
+    "packaging/pgo",  # a C++ program: templates, inlined libstdc++ code, mangled names
 )
 
 
 def recordings(root):
     """(recording, its --app directory) for every *.perf.data of TRAINING_DIRS."""
-    for rel, _what in TRAINING_DIRS:
+    for rel in TRAINING_DIRS:
         app = os.path.join(root, rel)
         for name in sorted(os.listdir(app)):
             if name.endswith(".perf.data"):
