@@ -411,14 +411,17 @@ def features_arch(f, arch_name: str, finder) -> str:
     return f.arch.decode("ascii", "replace") if f.arch else arch_name
 
 
-def run(options, out, kallsyms_worker=None) -> int:
+def run(options, out, kallsyms_worker=None, keep: list | None = None) -> int:
     """Process one input according to `options`, writing to the binary stream `out`;
-    `kallsyms_worker` (a kernel.KallsymsWorker) may be parsing the kernel's symbols."""
+    `kallsyms_worker` (a kernel.KallsymsWorker) may be parsing the kernel's symbols; the
+    run's state goes into `keep` when given (the caller frees it, or exits without)."""
     from . import parallel
     from .perfdata.reader import PerfReader
     from .source import open_source
 
     r = Run(options, out, kallsyms_worker)
+    if keep is not None:
+        keep.append(r)
     code = 0
     try:
         source = open_source(options.input, options.host, options.port)
