@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..demangle import demangle
 from .notes import gnu_build_id
+from .symtab import SymbolTable, name_at, sorted_table, table_rows
 
 if TYPE_CHECKING:
     from ..cache import CacheRecord
@@ -38,9 +39,6 @@ SHT_REL = 9
 SHT_DYNSYM = 11
 SHF_ALLOC = 0x2
 SHF_COMPRESSED = 0x800
-SHN_UNDEF = 0
-SHN_LORESERVE = 0xFF00
-STT_TLS = 6
 DT_NULL = 0
 DT_PLTGOT = 3
 EM_ARM = 40
@@ -199,7 +197,7 @@ class ElfImage:
         self._by_name: dict[str, _Section] = {}
         self._section_cache: dict[str, tuple[int, memoryview] | None] = {}
         self._inflations: dict[str, _Inflation] = {}  # prefetch() jobs not yet taken
-        self._syms: tuple[list[int], list[int], list[bytes]] | None = None
+        self._syms: SymbolTable | None = None
         self._sym_answers: dict[int, tuple[str, int, int]] = {}  # symbol_at per table index
         self._alloc: tuple[list[int], list[_Section]] | None = None
         self._plt: tuple[int, dict[int, str | tuple[int, int]], bytes] | None = None
@@ -507,7 +505,7 @@ class ElfImage:
 
     # ----------------------------------------------------------------- symbols
 
-    def load_symbols(self) -> tuple[list[int], list[int], list[bytes]]:
+    def load_symbols(self) -> SymbolTable:
         """The symbol table, built now if it is not yet (open_listed: before the first
         symbol_at)."""
         if self._syms is None:
@@ -516,13 +514,13 @@ class ElfImage:
 
     def symbol_at(self, vaddr: int) -> tuple[str, int, int] | None:
         """(demangled name, st_value, st_size) of the symbol covering ELF address `vaddr`."""
-        values, sizes, names = self._syms or self.load_symbols()
+        values, sizes, names, strings = self._syms or self.load_symbols()
         i = bisect.bisect_left(values, vaddr)
         if i < len(values) and values[i] == vaddr:
             # Section symbols (no name) share their address with the first function of the
             # section; an exact hit takes the first named entry there.
             n = len(values)
-            while not names[i] and i + 1 < n and values[i + 1] == vaddr:
+            while not strings[names[i]] and i + 1 < n and values[i + 1] == vaddr:
                 i += 1
         elif i == 0:
             return None
@@ -534,7 +532,7 @@ class ElfImage:
         # addresses of one function share the answer (decoding and demangling it once)
         hit = self._sym_answers.get(i)
         if hit is None:
-            name = names[i]
+            name = name_at(strings, names[i])
             if not name:
                 return None
             hit = self._sym_answers[i] = (
@@ -585,13 +583,14 @@ class ElfImage:
             return None
         return ElfImage.from_bytes(self.path + "[.gnu_debugdata]", data)
 
-    def _symbols(self) -> tuple[list[int], list[int], list[bytes]]:
+    def _symbols(self) -> SymbolTable:
         """The sorted symbol table, from the persistent cache record when it has one."""
         rec = self.cache
         if rec is not None:
             syms = rec.data.get("symbols")
-            if (type(syms) is tuple and len(syms) == 3
-                    and len(syms[0]) == len(syms[1]) == len(syms[2])):
+            if (type(syms) is tuple and len(syms) == 4
+                    and len(syms[0]) == len(syms[1]) == len(syms[2])
+                    and type(syms[3]) is bytes and max(syms[2], default=0) < len(syms[3])):
                 return syms
         syms = self._build_symbols()
         if rec is not None:
@@ -599,39 +598,10 @@ class ElfImage:
             rec.dirty = True
         return syms
 
-    def _build_symbols(self) -> tuple[list[int], list[int], list[bytes]]:
-        entries: list[tuple[int, int, bytes]] = []
-        thumb = self.e_machine == EM_ARM
-        for symtab, strtab in self._symbol_tables():
-            strs = bytes(strtab)
-            fmt = self._e + ("IBBHQQ" if self.is_64 else "IIIBBH")
-            entsize = struct.calcsize(fmt)
-            usable = len(symtab) - len(symtab) % entsize
-            for fields in struct.iter_unpack(fmt, symtab[:usable]):
-                if self.is_64:
-                    name_off, info, _other, shndx, value, size = fields
-                else:
-                    name_off, value, size, info, _other, shndx = fields
-                # Undefined, absolute/common and TLS symbols are not addresses in the image.
-                if shndx == SHN_UNDEF or shndx >= SHN_LORESERVE or info & 0xF == STT_TLS:
-                    continue
-                if thumb:
-                    value &= ~1
-                end = strs.find(b"\0", name_off)
-                entries.append((value, size, strs[name_off:end] if end >= 0 else b""))
-        entries.sort(key=lambda t: t[0])  # stable: table order among equal addresses
-        values: list[int] = []
-        sizes: list[int] = []
-        names: list[bytes] = []
-        last = None
-        for value, size, name in entries:
-            if (value, size) == last:
-                continue
-            last = (value, size)
-            values.append(value)
-            sizes.append(size)
-            names.append(name)
-        return (values, sizes, names)
+    def _build_symbols(self) -> SymbolTable:
+        return sorted_table([
+            (table_rows(symtab, self.is_64, self._e == ">", self.e_machine == EM_ARM),
+             bytes(strtab)) for symtab, strtab in self._symbol_tables()])
 
     # ------------------------------------------------------ fallback names
 
