@@ -19,10 +19,8 @@ from .perfdata import events as ev
 from .perfdata.attr import generated_name
 from .perfdata.errors import PerfDataError
 from .perfdata.fast import FusedSample
-from .perfdata.tracing import parse_tracing_data
 from .session import KERNEL_PID, MISC_COMM_EXEC, Mapping, Session, is_special
 from .symbolize import Symbolizer
-from .tracepoints import Tracepoints
 
 CPUMODE_MASK, CPUMODE_USER = 7, 2
 TRACEPOINT = 2
@@ -39,7 +37,8 @@ class Spaces:
         self.finder = finder
         self.session = Session()
         self.arch = ""  # family of the recorded machine: set_arch()
-        self.unwinder = None  # (unwind function, Cfi.for_image) where DWARF unwinding works
+        self.unwindable = False  # set_arch(): a machine the DWARF unwinder knows
+        self.unwinder = None  # (unwind function, Cfi.for_image), imported on first use
         self._cfi: dict[int, object] = {}
 
     def mmap(self, e) -> None:
@@ -89,7 +88,13 @@ class Spaces:
         if not (e.regs_abi and e.stack is not None and len(e.stack)):
             return None
         if self.unwinder is None:
-            return False
+            if not self.unwindable:
+                return False
+            # imported here: frame-pointer and LBR recordings never need the unwinder
+            from .elf.cfi import Cfi
+            from .unwind.dwarf import unwind
+
+            self.unwinder = unwind, Cfi.for_image
         if proc.first_image is None:
             return [], 0
         unwind, cfi_for = self.unwinder
@@ -116,11 +121,7 @@ class Spaces:
         family = arch_family(name)
         self.arch = family or name
         self.unwinder = None
-        if family in ("x86", "aarch64", "arm"):
-            from .elf.cfi import Cfi
-            from .unwind.dwarf import unwind
-
-            self.unwinder = unwind, Cfi.for_image
+        self.unwindable = family in ("x86", "aarch64", "arm")
 
 
 class Sink(Spaces):
@@ -134,13 +135,24 @@ class Sink(Spaces):
         self.attrs = attrs
         self.symbolizer = Symbolizer(emitter, configured_path(options.kallsyms, options.sysroot),
                                      options.perf_map_path, kallsyms_worker)
-        self.tracepoints = Tracepoints(emitter)
+        self._tracepoints = None
         self._arch_warned = False
         self._missing_reported: set[bytes] = set()
         self._chain_by_id: dict[int, tuple[int, ...]] = {}  # split runs: define_chain()
         self._frames_by_id: dict[int, tuple[dict, list[int]]] = {}
 
+    @property
+    def tracepoints(self):
+        """The run's tracepoint formats (a tracepoints.Tracepoints), imported and made on
+        first use: most recordings have none."""
+        if self._tracepoints is None:
+            from .tracepoints import Tracepoints
+
+            self._tracepoints = Tracepoints(self.emit)
+        return self._tracepoints
+
     # -- queue sink ----------------------------------------------------------------------
+
     def time_order_violation(self, time: int, max_time: int) -> None:
         self.writer.error(
             1,
@@ -343,6 +355,8 @@ class Run:
             self.attrs.register(e.attr, e.name or generated_name(e.attr), e.ids)
         elif kind is ev.TracingDataEvent:
             if not self.stats_mode:
+                from .perfdata.tracing import parse_tracing_data
+
                 self.sink.tracepoints.add(parse_tracing_data(e.data))
         elif kind is ev.FeaturesEvent:
             f = e.features

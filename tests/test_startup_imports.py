@@ -1,10 +1,13 @@
 """A run imports neither the debugger, pickle and traceback modules that construct pulls in nor
 inspect (with ast, dis, tokenize), which construct and dataclasses pull in: perfparser_py.standins
-stands in for them (~10 ms of every start). What those libraries use them for still works."""
+stands in for them (~10 ms of every start). What those libraries use them for still works.
+The DWARF unwinder and the tracepoint decoder are imported only by runs that use them."""
 
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 UNUSED = ("pdb", "bdb", "pickle", "traceback", "inspect", "ast", "dis", "tokenize")
@@ -41,6 +44,22 @@ def test_run_imports_none_of_them(monkeypatch):
     done = subprocess.run([sys.executable, "-c", RUN.format(unused=UNUSED), str(_recording())],
                           capture_output=True, text=True, check=True)
     assert done.stdout.split(None, 1) == ["0", "[]\n"]
+
+
+ON_USE = ("perfparser_py.unwind.dwarf", "perfparser_py.elf.cfi", "perfparser_py.tracepoints",
+          "perfparser_py.perfdata.tracing")
+
+
+@pytest.mark.parametrize(("case", "imported"), [
+    ("fp", []),
+    ("dwarf", ["perfparser_py.elf.cfi", "perfparser_py.unwind.dwarf"]),
+])
+def test_unwinder_and_tracepoints_on_use(monkeypatch, case, imported):
+    monkeypatch.setenv("PERFPARSER_PY_SPLIT", "0")
+    done = subprocess.run([sys.executable, "-c", RUN.format(unused=ON_USE),
+                           str(CORPUS / "recorded" / case / "perf.data")],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout == f"0 {imported}\n"
 
 
 def test_libraries_still_work_with_them():
