@@ -16,13 +16,17 @@ Turned off by `--no-cache` or `PERFPARSER_NO_CACHE` (any value but empty or "0")
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import struct
 import sys
 import zlib
 from collections.abc import Mapping
+
+try:  # what hashlib.blake2b is; importing hashlib itself loads OpenSSL (~3 ms of a start)
+    from _blake2 import blake2b
+except ImportError:  # an interpreter without the builtin module
+    from hashlib import blake2b
 
 FORMAT = 1
 _MAGIC = b"PPYCACHE"
@@ -55,7 +59,12 @@ def file_identity(path: str) -> str | None:
         st = os.stat(real)
     except (OSError, ValueError):
         return None
-    return f"{real}:{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    return stat_identity(real, st)
+
+
+def stat_identity(real_path: str, st: os.stat_result) -> str:
+    """file_identity() of the file at `real_path` whose stat is `st`."""
+    return f"{real_path}:{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 _current: PersistentCache | None = None
@@ -116,7 +125,7 @@ class PersistentCache:
         key = "\0".join((self._version, *parts)).encode("utf-8", "surrogateescape")
         rec = self._records.get(key)
         if rec is None:
-            name = hashlib.blake2b(key, digest_size=20).hexdigest() + _SUFFIX
+            name = blake2b(key, digest_size=20).hexdigest() + _SUFFIX
             path = os.path.join(self.root, name)
             rec = self._records[key] = CacheRecord(path, key, _load(path, key))
         return rec

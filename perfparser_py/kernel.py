@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import stat
 import struct
 import sys
 import zlib
@@ -90,20 +91,20 @@ class Kallsyms:
         message on failure."""
         done = worker.table(path) if worker is not None else None
         if done is None:
-            data = _read(path)
-            digest, table = None, None
+            data, identity = _read(path)
+            key, table = None, None
         else:
-            data = None
-            digest, table = done
+            data = identity = None
+            key, table = done
         from .cache import current
 
         cache = current()
         if cache is None:
             return Kallsyms.parse(data) if table is None else table
         # the persistent cache keeps the answers per content: a warm run parses nothing
-        if digest is None:
-            digest = _digest(data)
-        rec = cache.record("kallsyms", digest)
+        if key is None:
+            key = _cache_key(data, identity)
+        rec = cache.record("kallsyms", key)
         if rec.data.get("parsed") is not True:
             if table is None:
                 table = Kallsyms.parse(data)  # raises for a bad file: nothing is recorded
@@ -212,11 +213,20 @@ class _Lines:
         return self._buf[base + starts[i]:base + starts[i + 1] - 1]
 
 
-def _read(path: str) -> bytes:
-    """The text of a kallsyms file, gunzipped; KallsymsError with upstream's message."""
+def _read(path: str) -> tuple[bytes, str | None]:
+    """(The text of a kallsyms file, gunzipped; the file's identity (cache.file_identity)
+    when it is a regular file of the size that was read, else None); KallsymsError with
+    upstream's message. /proc/kallsyms has no identity: its size reads 0 and a module load
+    changes its content."""
     try:
         with open(path, "rb") as f:
             data = f.read()
+            st = os.fstat(f.fileno())
+        identity = None
+        if stat.S_ISREG(st.st_mode) and st.st_size == len(data):
+            from .cache import stat_identity
+
+            identity = stat_identity(os.path.realpath(path), st)
         if data[:2] == b"\x1f\x8b":
             import gzip  # only for compressed copies; kept out of the imports before the fork
 
@@ -225,14 +235,17 @@ def _read(path: str) -> bytes:
         raise KallsymsError(e.strerror or str(e)) from None
     except (EOFError, zlib.error) as e:
         raise KallsymsError(f"corrupt gzip data: {e}") from None
-    return data
+    return data, identity
 
 
-def _digest(data: bytes) -> str:
-    """The persistent cache's key of a kallsyms text."""
+def _cache_key(data: bytes, identity: str | None) -> str:
+    """The persistent cache's key of a kallsyms text: the identity of the file that held it
+    where it has one (perf's build-id cache copy: nothing to hash), else its SHA-256."""
+    if identity is not None:
+        return "file:" + identity
     import hashlib
 
-    return hashlib.sha256(data).hexdigest()
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 class RecordedKallsyms:
@@ -347,7 +360,7 @@ class KallsymsWorker:
         return worker
 
     def table(self, path: str) -> tuple[str, Kallsyms] | None:
-        """(content digest, table) of `path` once the worker has it; None if it parses
+        """(persistent cache key, table) of `path` once the worker has it; None if it parses
         another file or cannot answer. Raises KallsymsError for a file it could not use."""
         if path != self.path or self._replies < 0:
             return None
@@ -364,7 +377,7 @@ class KallsymsWorker:
             return None
         finally:
             self.close()
-        return reply[1:].decode("ascii"), Kallsyms.from_buffer(buf)
+        return reply[1:].decode("utf-8", "surrogateescape"), Kallsyms.from_buffer(buf)
 
     def close(self) -> None:
         """End the worker wherever it is and release its descriptors."""
@@ -408,25 +421,27 @@ def _read_to_end(fd: int) -> bytes:
 
 def _serve(path: str, to_parent: int, memfd: int) -> None:
     """The worker: put the table of `path` into `memfd`, then say how it went."""
-    import threading
-
     for fd in (0, 1):  # nothing to read; and a parent that dies leaves no stdout open here
         try:
             os.close(fd)
         except OSError:
             pass
-    digest: list[str] = []
     try:
-        data = _read(path)
-        # hashing releases the GIL: it runs beside the parse
-        hashing = threading.Thread(target=lambda: digest.append(_digest(data)))
-        hashing.start()
+        data, identity = _read(path)
+        key = [] if identity is None else [_cache_key(data, identity)]
+        if not key:  # hashing releases the GIL: it runs beside the parse
+            import threading
+
+            hashing = threading.Thread(target=lambda: key.append(_cache_key(data, None)))
+            hashing.start()
         with open(memfd, "wb", closefd=False) as f:
             Kallsyms.write_table(f, data)
-        hashing.join()
-        reply = b"T" + digest[0].encode("ascii")
+        if identity is None:
+            hashing.join()
+        reply = b"T" + key[0].encode("utf-8", "surrogateescape")
     except KallsymsError as err:
         reply = b"E" + str(err).encode("utf-8", "surrogateescape")
     except Exception:  # noqa: BLE001 - whatever it is, the parent reads the file itself
         reply = b"F"
-    os.write(to_parent, reply)  # one write below PIPE_BUF: whole; the exit ends the file
+    while reply:  # the exit that follows ends the stream
+        reply = reply[os.write(to_parent, reply):]

@@ -3,8 +3,9 @@ uses: each such module is stood in for by a placeholder that imports the real on
 
 Every run imports construct and dataclasses. construct imports pdb (with bdb, cmd, code, glob,
 pprint), traceback (with textwrap), pickle and inspect (with ast, dis, tokenize) for its
-Debugger and Pickled field; dataclasses imports inspect to write a docstring for classes that
-have none (ours on the run path all have one). Together ~10 ms of every start, ~5 % of a
+Debugger and Pickled field, and hashlib (which loads OpenSSL's libcrypto, ~3 ms) for
+Checksum and compile(); dataclasses imports inspect to write a docstring for classes that
+have none (ours on the run path all have one). Together ~13 ms of every start, ~7 % of a
 10k-sample file. The command line imports them through `import_run_libraries` before the run's
 modules.
 """
@@ -44,7 +45,7 @@ def import_without(module: str, unused: tuple[str, ...]) -> None:
 # library -> the modules it imports up front that a run never uses
 RUN_LIBRARIES = {
     "dataclasses": ("inspect",),
-    "construct": ("pdb", "pickle", "traceback", "inspect"),
+    "construct": ("pdb", "pickle", "traceback", "inspect", "hashlib"),
 }
 
 

@@ -3,6 +3,7 @@ table parsed here does, and any trouble with the worker falls back to parsing he
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import random
@@ -52,11 +53,24 @@ def test_worker_table_answers_like_a_local_parse(tmp_path: Path, seed: int, shap
     path = tmp_path / "kallsyms"
     path.write_bytes(data)
     local = Kallsyms.parse(data)
-    digest, remote = worker_table(str(path))
-    assert digest == kernel._digest(data)
+    key, remote = worker_table(str(path))
+    assert key == kernel._cache_key(*kernel._read(str(path)))
     assert len(remote) == len(local)
     for addr in probes(local, rng):
         assert remote.lookup(addr) == local.lookup(addr), hex(addr)
+
+
+def test_cache_key_is_the_file_identity_else_the_content_digest(tmp_path: Path):
+    path = tmp_path / "kallsyms"
+    path.write_bytes(b"ffffffff81000000 T start\n")
+    key, _table = worker_table(str(path))
+    assert key == "file:" + cache.file_identity(str(path))
+    path.write_bytes(b"ffffffff81000000 T other\n")  # rewritten in place: a new key
+    assert worker_table(str(path))[0] not in (key, None)
+    # a file whose size says nothing about its content (procfs: 0) is keyed by content
+    data, identity = kernel._read("/proc/self/maps")
+    assert identity is None and len(data) > 0
+    assert kernel._cache_key(data, None) == "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def test_gzip_file_and_errors_match_a_local_load(tmp_path: Path):
@@ -64,7 +78,7 @@ def test_gzip_file_and_errors_match_a_local_load(tmp_path: Path):
 
     path = tmp_path / "kallsyms.gz"
     path.write_bytes(gzip.compress(b"ffffffff81000000 T start\nffffffff81000100 t next\n"))
-    _digest, table = worker_table(str(path))
+    _key, table = worker_table(str(path))
     assert table.lookup(0xFFFFFFFF81000104) == (0xFFFFFFFF81000100, "next", "")
     for name, content in [("missing", None), ("empty", b""), ("zeros", b"0" * 16 + b" T a\n"),
                           ("badhex", b"ffffffffz1000000 T a\n"), ("bad.gz", b"\x1f\x8bnot")]:
