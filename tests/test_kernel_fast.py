@@ -53,6 +53,35 @@ def test_fast_path_matches_reference(tmp_path: Path, seed: int, tail: bytes) -> 
     assert ks.lookup(want[0][0] - 1) is None
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("shape", ["sorted", "unsorted", "zeros", "blank line", "short line"])
+def test_texts_of_many_chunks_match_reference(tmp_path: Path, seed: int, shape: str) -> None:
+    """~320 KB: the regular path reads it in several chunks; the defect (if any) is far from
+    the first one."""
+    rng = random.Random(seed)
+    lines = random_kallsyms(rng, 20000).splitlines(keepends=True)
+    lines = sorted(line for line in lines if not line.startswith(b"0000"))  # /proc's order
+    at = len(lines) * 3 // 4
+    if shape == "unsorted":
+        lines[at], lines[at + 1] = lines[at + 1], lines[at]
+    elif shape == "zeros":
+        lines.insert(0, b"0000000000000000 T zero\n")
+    elif shape == "blank line":
+        lines.insert(at, b"\n")
+    elif shape == "short line":
+        lines.insert(at, b"ffffffff81000008 T\n")
+    data = b"".join(lines)
+    assert len(data) > 3 * (1 << 16)
+    path = tmp_path / "kallsyms"
+    path.write_bytes(data)
+    want = reference(data)
+    ks = Kallsyms.load(str(path))
+    assert len(ks) == len(want)
+    for i, entry in enumerate(want):
+        if i + 1 == len(want) or want[i + 1][0] != entry[0]:
+            assert ks.lookup(entry[0] + 1) == entry
+
+
 def test_bad_address_after_regular_lines(tmp_path: Path) -> None:
     path = tmp_path / "kallsyms"
     path.write_bytes(random_kallsyms(random.Random(9), 50) + b"ffffffff8100zzzz T bad\n")
