@@ -13,6 +13,7 @@ import struct
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
+from functools import cache
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from .protocol_schema import SCHEMA
@@ -536,7 +537,18 @@ def _compile(flavour: str) -> list[_Layout | None]:
     return table
 
 
-_LAYOUTS: dict[str, list[_Layout | None]] = {f: _compile(f) for f in FLAVOURS}
+class _LayoutTables(dict):
+    """flavour -> its message layouts (index: type id), compiled on first use: a run writes
+    one flavour, and compiling all four was ~2 ms of every start."""
+
+    def __missing__(self, flavour: str) -> list[_Layout | None]:
+        if flavour not in FLAVOURS:
+            raise KeyError(flavour)
+        table = self[flavour] = _compile(flavour)
+        return table
+
+
+_LAYOUTS: dict[str, list[_Layout | None]] = _LayoutTables()
 
 
 def message_size(type_id: int, flavour: str) -> int | None:
@@ -627,7 +639,7 @@ class StreamWriter:
     """
 
     def __init__(self, out: BinaryIO, flavour: str = "current") -> None:
-        if flavour not in _LAYOUTS:
+        if flavour not in FLAVOURS:
             raise ValueError(f"unknown protocol flavour {flavour!r} (one of {FLAVOURS})")
         self.out = out
         self.flavour = flavour
@@ -835,7 +847,7 @@ def read_stream(data: bytes, flavour: str | None = None) -> Stream:
     version = _check_header(data)
     if flavour is None:
         flavour = detect_flavour(data)
-    elif flavour not in _LAYOUTS:
+    elif flavour not in FLAVOURS:
         raise ValueError(f"unknown protocol flavour {flavour!r} (one of {FLAVOURS})")
     table = _LAYOUTS[flavour]
     messages = []
@@ -853,13 +865,16 @@ def read_stream(data: bytes, flavour: str | None = None) -> Stream:
     return Stream(version, flavour, messages, trailing)
 
 
-# payload size -> flavours it is valid in, for the messages whose size tells the flavour
-_SIZE_EVIDENCE: dict[int, dict[int, set[str]]] = {}
-for _f in FLAVOURS:
-    for _lay in _LAYOUTS[_f]:
-        if _lay is not None and _lay.fixed is not None:
-            _SIZE_EVIDENCE.setdefault(_lay.type_id, {}).setdefault(_lay.size, set()).add(_f)
-_SIZE_EVIDENCE = {t: by_size for t, by_size in _SIZE_EVIDENCE.items() if len(by_size) > 1}
+@cache
+def _size_evidence() -> dict[int, dict[int, set[str]]]:
+    """type id -> payload size -> the flavours it is valid in, for the messages whose size
+    tells the flavour."""
+    evidence: dict[int, dict[int, set[str]]] = {}
+    for f in FLAVOURS:
+        for lay in _LAYOUTS[f]:
+            if lay is not None and lay.fixed is not None:
+                evidence.setdefault(lay.type_id, {}).setdefault(lay.size, set()).add(f)
+    return {t: by_size for t, by_size in evidence.items() if len(by_size) > 1}
 
 
 def detect_flavour(data: bytes) -> str:
@@ -873,7 +888,7 @@ def detect_flavour(data: bytes) -> str:
     for type_id, payload in _payloads(memoryview(data)):
         if type_id is None:
             break
-        by_size = _SIZE_EVIDENCE.get(type_id)
+        by_size = _size_evidence().get(type_id)
         if by_size is not None:
             fits = by_size.get(len(payload), set())
             if not fits:
