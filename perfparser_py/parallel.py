@@ -157,12 +157,15 @@ class _Forwarder:
         if self.mirror:
             spaces = self.spaces
             outcome = spaces.unwind_outcome(e, spaces.session.process(e.pid))
+        attr = self._attrs.get(id(e.attr))
+        if attr is None:
+            attr = self._attr(e.attr)
         # the raw data as bytes; no registers and stack (what unwinding needs is done)
         if e.raw is None:
-            fields = e[1:16]
+            self.put((FULL, attr, outcome, *e[1:16], (), None, *e[18:]))
         else:
-            fields = e[1:12] + (bytes(e.raw),) + e[13:16]
-        self.put((FULL, self._attr(e.attr), outcome) + fields + ((), None) + e[18:])
+            self.put((FULL, attr, outcome, *e[1:12], bytes(e.raw), *e[13:16], (), None,
+                      *e[18:]))
 
     def time_order_violation(self, time: int, max_time: int) -> None:
         self.put((VIOLATION, time, max_time))

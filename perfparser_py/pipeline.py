@@ -97,22 +97,29 @@ class Spaces:
             self.unwinder = unwind, Cfi.for_image
         if proc.first_image is None:
             return [], 0
-        unwind, cfi_for = self.unwinder
-        space = proc.space
+        module_at = proc.module_at
+        if module_at is None:  # one per process: made per sample, it was ~1 % of a DWARF run
+            module_at = proc.module_at = self._module_lookup(proc.space)
+        return self.unwinder[0](self.arch, e.regs_abi, e.regs, e.attr.sample_regs_user, e.stack,
+                                module_at, proc.history, self.options.max_frames,
+                                self.session.kernel_range, proc.unwind_steps)
+
+    def _module_lookup(self, space):
+        """The unwinder's module_at for `space`: runtime address -> (image, bias, CFI) | None."""
+        cfis = self._cfi
+        cfi_for = self.unwinder[1]
 
         def module_at(pc: int):
             m = space.find(pc)
             if m is None or m.image is None:
                 return None
             key = id(m.image)
-            cfi = self._cfi.get(key, False)
+            cfi = cfis.get(key, False)
             if cfi is False:
-                cfi = self._cfi[key] = cfi_for(m.image)
+                cfi = cfis[key] = cfi_for(m.image)
             return m.image, m.bias, cfi
 
-        return unwind(self.arch, e.regs_abi, e.regs, e.attr.sample_regs_user, e.stack,
-                      module_at, proc.history, self.options.max_frames,
-                      self.session.kernel_range, proc.unwind_steps)
+        return module_at
 
     def set_arch(self, name: str) -> None:
         """The recorded machine's architecture (`uname -m` style, SEMANTICS §11.5)."""

@@ -122,8 +122,8 @@ class AddressSpace:
 class Process:
     """Per-process state: address space, caches and unwinding history."""
 
-    __slots__ = ("cache", "chains", "chains_generation", "first_image", "history", "perf_map",
-                 "pid", "space", "unwind_steps", "unwound")
+    __slots__ = ("cache", "chains", "chains_generation", "first_image", "history", "module_at",
+                 "perf_map", "pid", "space", "unwind_steps", "unwound")
 
     def __init__(self, pid: int, space: AddressSpace | None = None) -> None:
         self.pid = pid
@@ -138,6 +138,7 @@ class Process:
         # lookup address -> compiled CFI step (unwind.dwarf), valid while this space is unchanged
         # (and, under the key None, the walks it replays); cleared with any mapping change
         self.unwind_steps: dict[int | None, object] = {}
+        self.module_at = None  # the DWARF unwinder's address -> module lookup in this space
         # unwound addresses -> location ids, valid while this space is unchanged
         self.unwound: dict[tuple[int, ...], list[int]] = {}
 

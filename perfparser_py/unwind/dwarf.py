@@ -209,7 +209,9 @@ _MISS = object()
 def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryview,
           module_at: ModuleAt, history: History, max_frames: int,
           kernel_range: tuple[int, int], steps: dict[int, tuple | None]) -> tuple[list[int], int]:
-    keys, pick, sp_index = a.slots_for(regs_mask, len(sample_regs))
+    found = a.slots.get((regs_mask, len(sample_regs)))
+    keys, pick, sp_index = found if found is not None else a.slots_for(regs_mask,
+                                                                        len(sample_regs))
     mask = a.mask
     # strict=False: pick gives one value per key, and checking costs ~0.2 us a sample
     regs = dict(zip(keys, pick(sample_regs), strict=False))
