@@ -131,3 +131,54 @@ def test_numbered_chains_follow_every_invalidation(tmp_path, monkeypatch, chain_
         outputs.append((code, out.getvalue()))
     assert outputs[0] == outputs[1]
     assert outputs[0][0] == 0 and len(outputs[0][1]) > 1000
+
+
+def _drain(fd: int, out: list) -> None:
+    while chunk := os.read(fd, 1 << 16):
+        out.append(chunk)
+
+
+def test_sender_keeps_order_and_bounds_what_waits(monkeypatch):
+    """What the reading process sends arrives whole and in order; while nobody reads, at most
+    _BACKLOG_BYTES (beyond the pipe's own capacity) wait before send() blocks."""
+    import threading
+
+    monkeypatch.setattr(parallel, "_BACKLOG_BYTES", 1 << 20)
+    rfd, wfd = os.pipe()
+    sender = parallel._Sender(wfd)
+    blobs = [bytes([i % 251]) * (100_000 + i) for i in range(40)]  # ~4 MB, several pipes' worth
+    sent = []
+
+    def send_all():
+        for blob in blobs:
+            sender.send(blob)
+            sent.append(len(blob))
+
+    writer = threading.Thread(target=send_all, daemon=True)
+    writer.start()
+    writer.join(timeout=2)
+    assert writer.is_alive()  # blocked: nobody reads
+    assert sum(sent) <= (1 << 20) + 200_000 + (1 << 20)  # backlog + one blob + the pipe
+    received: list[bytes] = []
+    reader = threading.Thread(target=_drain, args=(rfd, received), daemon=True)
+    reader.start()
+    writer.join(timeout=60)
+    assert not writer.is_alive()
+    sender.close()
+    os.close(wfd)
+    reader.join(timeout=60)
+    os.close(rfd)
+    assert b"".join(received) == b"".join(blobs)
+
+
+def test_sender_reports_a_reader_gone():
+    """The parent went away: send() or close() raises BrokenPipeError (the reading process
+    then ends quietly)."""
+    rfd, wfd = os.pipe()
+    os.close(rfd)
+    sender = parallel._Sender(wfd)
+    with pytest.raises(BrokenPipeError):
+        for _ in range(100):
+            sender.send(b"x" * 100_000)
+        sender.close()
+    os.close(wfd)
