@@ -177,7 +177,8 @@ def _error(message: str) -> None:
     print(f"perfparser: {message}", file=sys.stderr)
 
 
-# what an exiting process's run leaves behind: os._exit drops it wholesale (entry)
+# the runs of an exiting process, with all they hold (the persistent cache among it):
+# os._exit drops them wholesale (entry)
 _LEFT_FOR_EXIT: list = []
 
 
@@ -264,8 +265,6 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
             worker.close()
         cache = sys.modules.get("perfparser_py.cache")
         if cache is not None:
-            if exiting:
-                _LEFT_FOR_EXIT.append(cache.current())
             cache.set_current(None)  # the next in-process run decides anew
         if out is not sys.stdout.buffer and out is not None:
             try:
