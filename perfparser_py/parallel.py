@@ -159,7 +159,7 @@ class _Forwarder:
             outcome = spaces.unwind_outcome(e, spaces.session.process(e.pid))
         attr = self._attrs.get(id(e.attr))
         if attr is None:
-            attr = self._attr(e.attr)
+            attr = self._new_attr(e.attr)
         # the raw data as bytes; no registers and stack (what unwinding needs is done)
         if e.raw is None:
             self.put((FULL, attr, outcome, *e[1:16], (), None, *e[18:]))
@@ -170,14 +170,13 @@ class _Forwarder:
     def time_order_violation(self, time: int, max_time: int) -> None:
         self.put((VIOLATION, time, max_time))
 
-    def _attr(self, attr) -> int:
-        index = self._attrs.get(id(attr))
-        if index is None:
-            import pickle
+    def _new_attr(self, attr) -> int:
+        """Number an attribute not forwarded yet, and forward it (sample() looks it up)."""
+        import pickle
 
-            index = self._attrs[id(attr)] = len(self._attr_objects)
-            self._attr_objects.append(attr)
-            self.put((ATTR, pickle.dumps(attr)))
+        index = self._attrs[id(attr)] = len(self._attr_objects)
+        self._attr_objects.append(attr)
+        self.put((ATTR, pickle.dumps(attr)))
         return index
 
 
