@@ -447,15 +447,18 @@ def _serve(path: str, to_parent: int, memfd: int) -> None:
             pass
     try:
         data, identity = _read(path)
-        key = [] if identity is None else [_cache_key(data, identity)]
-        if not key:  # hashing releases the GIL: it runs beside the parse
+        key: list[str] = []
+        hashing = None
+        if identity is None:  # a content hash releases the GIL: it runs beside the parse
             import threading
 
             hashing = threading.Thread(target=lambda: key.append(_cache_key(data, None)))
             hashing.start()
         with open(memfd, "wb", closefd=False) as f:
             Kallsyms.write_table(f, data)
-        if identity is None:
+        if hashing is None:
+            key.append(_cache_key(data, identity))
+        else:
             hashing.join()
         reply = b"T" + key[0].encode("utf-8", "surrogateescape")
     except KallsymsError as err:
