@@ -514,13 +514,13 @@ class ElfImage:
 
     def symbol_at(self, vaddr: int) -> tuple[str, int, int] | None:
         """(demangled name, st_value, st_size) of the symbol covering ELF address `vaddr`."""
-        values, sizes, names, strings = self._syms or self.load_symbols()
+        values, sizes, name_offs, strings = self._syms or self.load_symbols()
         i = bisect.bisect_left(values, vaddr)
         if i < len(values) and values[i] == vaddr:
             # Section symbols (no name) share their address with the first function of the
             # section; an exact hit takes the first named entry there.
             n = len(values)
-            while not strings[names[i]] and i + 1 < n and values[i + 1] == vaddr:
+            while not strings[name_offs[i]] and i + 1 < n and values[i + 1] == vaddr:
                 i += 1
         elif i == 0:
             return None
@@ -532,7 +532,7 @@ class ElfImage:
         # addresses of one function share the answer (decoding and demangling it once)
         hit = self._sym_answers.get(i)
         if hit is None:
-            name = name_at(strings, names[i])
+            name = name_at(strings, name_offs[i])
             if not name:
                 return None
             hit = self._sym_answers[i] = (
