@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfparser_py import parallel, pipeline
+from perfparser_py.kernel import _read_to_end
 from perfparser_py.cli import make_options, parse_args
 from tests.corpus.expect import CORPUS, case_options
 
@@ -133,11 +134,6 @@ def test_numbered_chains_follow_every_invalidation(tmp_path, monkeypatch, chain_
     assert outputs[0][0] == 0 and len(outputs[0][1]) > 1000
 
 
-def _drain(fd: int, out: list) -> None:
-    while chunk := os.read(fd, 1 << 16):
-        out.append(chunk)
-
-
 def test_sender_keeps_order_and_bounds_what_waits(monkeypatch):
     """What the reading process sends arrives whole and in order; while nobody reads, at most
     _BACKLOG_BYTES (beyond the pipe's own capacity) wait before send() blocks."""
@@ -160,7 +156,7 @@ def test_sender_keeps_order_and_bounds_what_waits(monkeypatch):
     assert writer.is_alive()  # blocked: nobody reads
     assert sum(sent) <= (1 << 20) + 200_000 + (1 << 20)  # backlog + one blob + the pipe
     received: list[bytes] = []
-    reader = threading.Thread(target=_drain, args=(rfd, received), daemon=True)
+    reader = threading.Thread(target=lambda: received.append(_read_to_end(rfd)), daemon=True)
     reader.start()
     writer.join(timeout=60)
     assert not writer.is_alive()
