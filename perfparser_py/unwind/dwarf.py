@@ -20,6 +20,11 @@ and produced; `_replay` checks those inputs against the new sample (one unpack o
 involved) and, if they match, appends the frames and writes the words to `history` exactly as
 the walk would have. Both write whole word sets to `history` lazily (History.pending): only
 the slow path reads it back. Anything the check cannot vouch for is walked step by step.
+
+Most samples also repeat an earlier sample's pc and stack pointer (a hot loop called from the
+same place): when a fast first step led into a replayed suffix, `_compose` remembers the
+pair as the whole walk of that (pc, sp), and `_replay_whole` replays it after checking the
+sample registers and first-step words it depends on, without making the register dict.
 """
 
 from __future__ import annotations
@@ -105,9 +110,11 @@ class _Arch:
         self.zero = dict.fromkeys(t.zero_dwarf, 0)
         self.slots: dict[tuple[int, int], tuple] = {}
 
-    def slots_for(self, regs_mask: int, nregs: int) -> tuple[tuple, Callable, int]:
+    def slots_for(self, regs_mask: int, nregs: int) -> tuple[tuple, Callable, int, int, dict]:
         """(DWARF registers, a function giving their values from the packed sample registers,
-        index of the stack pointer or -1) for one sample register mask."""
+        index of the stack pointer or -1, index of the instruction pointer or -1, and DWARF
+        register -> index of the sample register the walk starts with as it is: for 64-bit
+        words, else empty) for one sample register mask."""
         key = (regs_mask, nregs)
         found = self.slots.get(key)
         if found is None:
@@ -129,7 +136,9 @@ class _Arch:
             else:
                 def pick(sample_regs: tuple[int, ...], index=index, mask=self.mask) -> list[int]:
                     return [sample_regs[i] & mask for i in index]
-            found = (tuple(d for d, _i in pairs), pick, perf.get(t.sp_perf, -1))
+            unchanged = {} if self.word != 8 else {d: i for d, i in pairs if d not in self.zero}
+            found = (tuple(d for d, _i in pairs), pick, perf.get(t.sp_perf, -1),
+                     perf.get(t.ip_perf, -1), unchanged)
             if len(self.slots) >= _MAX_SLOTS:
                 self.slots.clear()
             self.slots[key] = found
@@ -209,21 +218,34 @@ _MISS = object()
 def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryview,
           module_at: ModuleAt, history: History, max_frames: int,
           kernel_range: tuple[int, int], steps: dict[int, tuple | None]) -> tuple[list[int], int]:
-    found = a.slots.get((regs_mask, len(sample_regs)))
-    keys, pick, sp_index = found if found is not None else a.slots_for(regs_mask,
-                                                                        len(sample_regs))
+    nregs = len(sample_regs)
+    found = a.slots.get((regs_mask, nregs))
+    keys, pick, sp_index, ip_index, unchanged = (found if found is not None
+                                                  else a.slots_for(regs_mask, nregs))
     mask = a.mask
-    # strict=False: pick gives one value per key, and checking costs ~0.2 us a sample
-    regs = dict(zip(keys, pick(sample_regs), strict=False))
-    if a.zero:
-        regs.update(a.zero)
+    limit = max_frames if max_frames >= 0 else _HARD_MAX_FRAMES
+    suffixes = steps.get(None)
+    if suffixes is None:
+        suffixes = steps[None] = _Suffixes()
+    whole_key = None  # set when the whole walk may be replayed or remembered (_compose)
     if sp_index >= 0:
         lo = sample_regs[sp_index] & mask
         # words past the address space's end are unreadable: _Memory.read() refuses them too
         hi = min(lo + len(stack), mask + 1)
+        if unchanged and ip_index >= 0:
+            whole_key = (sample_regs[ip_index], lo, regs_mask, nregs)
+            whole = suffixes.wholes.get(whole_key)
+            if whole is not None:
+                got = _replay_whole(whole, sample_regs, stack, lo, hi, history, limit)
+                if got is not None:
+                    suffixes.wholes.replays += 1
+                    return got, len(got)
     else:
         lo, hi = 1, 0
-    limit = max_frames if max_frames >= 0 else _HARD_MAX_FRAMES
+    # strict=False: pick gives one value per key, and checking costs ~0.2 us a sample
+    regs = dict(zip(keys, pick(sample_regs), strict=False))
+    if a.zero:
+        regs.update(a.zero)
     ip, sp_reg, is_x86, arm = a.ip, a.sp, a.is_x86, a.arm
     frames: list[int] = []
     append = frames.append
@@ -310,14 +332,14 @@ def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryv
         if split is None:
             # after the first step: replay the rest of the walk if an earlier sample walked
             # it from the same state (pc, sp) through the same stack words, else record it
-            suffixes = steps_get(None)
-            if suffixes is None:
-                suffixes = steps[None] = _Suffixes()
             memo_key = (get(ip), get(sp_reg), exact, a)
             suffix = suffixes.get(memo_key)
-            if suffix is not None and _replay(suffix, get, seen, stack, lo, hi, history, frames,
-                                              limit):
+            if suffix is not None and _replay(suffix, tuple(map(get, suffix[0])), seen, stack,
+                                              lo, hi, history, frames, limit):
                 suffixes.replays += 1
+                if whole_key is not None and trail:
+                    _compose(suffixes.wholes, whole_key, trail[0], frames[0], suffix,
+                             sample_regs, unchanged, stack, lo, a)
                 if suffix[-1]:
                     return frames, len(frames)
                 break
@@ -332,15 +354,28 @@ def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryv
 
 
 class _Suffixes(dict):
-    """(pc, sp, exact, arch) after a walk's first step -> its replayable rest (`_record`)."""
+    """(pc, sp, exact, arch) after a walk's first step -> its replayable rest (`_record`);
+    and the whole walks made of a first step and one of them."""
 
-    __slots__ = ("records", "replays", "words")
+    __slots__ = ("records", "replays", "words", "wholes")
 
     def __init__(self) -> None:
         super().__init__()
         self.records = 0  # walks _record was asked to remember
         self.replays = 0  # walks finished by _replay
         self.words = 0  # stack words the suffixes read, for _MAX_SUFFIX_WORDS
+        self.wholes = _Wholes()
+
+
+class _Wholes(dict):
+    """(pc, sp, register mask, register count) of a sample -> its whole walk (`_compose`)."""
+
+    __slots__ = ("records", "replays")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records = 0  # walks _compose was asked to remember
+        self.replays = 0  # walks done by _replay_whole
 
 
 def _record(split: tuple, trail: list, frames: list[int], seen: set,
@@ -382,32 +417,96 @@ def _record(split: tuple, trail: list, frames: list[int], seen: set,
     for addr in addrs:
         fmt += f"{addr - pos}x{letter}"
         pos = addr + word
-    ctl_index = [i for i, addr in enumerate(addrs) if addr in control]
-    ctl = itemgetter(*ctl_index) if ctl_index else _no_control
+    ctl = _picker([i for i, addr in enumerate(addrs) if addr in control])
     values = tuple(words[addr] for addr in addrs)
     suffixes.words += len(addrs)
     if suffixes.words > _MAX_SUFFIX_WORDS:
         suffixes.clear()
+        suffixes.wholes.clear()  # they hold suffixes: this bounds what they keep alive too
         suffixes.words = len(addrs)
     suffixes[memo_key] = (tuple(inputs), tuple(at_split.get(r) for r in inputs), addrs[0], pos,
                     struct.Struct(fmt).unpack_from, tuple(addrs), ctl, ctl(values),
                     frozenset(seen - {key0}), tuple(frames[1:]), zero_end)
 
 
-def _no_control(_values: tuple) -> tuple:
+# Composing costs about as much as a whole-walk replay saves (and much less than recording a
+# suffix): a process composes beyond its first _COMPOSES_FREE while it replays as many.
+_COMPOSES_FREE = 1024
+_MAX_WHOLES = 1 << 14  # whole walks remembered per process (~0.5 KB each, suffixes shared)
+_NOTHING_SEEN: frozenset = frozenset()
+
+
+def _compose(wholes: _Wholes, key: tuple, first: tuple, frame: int, suffix: tuple,
+             sample_regs: tuple[int, ...], unchanged: dict, stack: memoryview, lo: int,
+             a: _Arch) -> None:
+    """Remember under `key` the whole walk of a sample whose first step was fast (`first`:
+    its trail entry, giving `frame`) and whose rest replayed `suffix`, for `_replay_whole`:
+    the sample registers the two read (without making the register dict), the first step's
+    block and its control words - the return address, and what the suffix's key and inputs
+    took from it (stack pointer, saved registers) - and the suffix."""
+    if wholes.records > _COMPOSES_FREE + wholes.replays:
+        return  # composing has not been paying off in this process
+    wholes.records += 1
+    step, block = first
+    cfa_reg, span, unpack, saved, ra_i = step[0], step[4], step[5], step[6], step[8]
+    ip, sp_reg = a.ip, a.sp
+    s_inputs = suffix[0]
+    written = {ip, sp_reg, *saved}
+    inputs = [] if cfa_reg in (ip, sp_reg) else [cfa_reg]
+    inputs += [r for r in s_inputs if r not in written and r not in inputs]
+    if any(r not in unchanged for r in inputs):
+        return  # an input the walk does not take from the sample as it is
+    needed = {sp_reg, *s_inputs}
+    ctl = _picker([i for i, reg in enumerate(saved) if i == ra_i or reg in needed])
+    get_inputs = _picker([unchanged[r] for r in inputs])
+    if len(wholes) >= _MAX_WHOLES:
+        wholes.clear()
+    wholes[key] = (get_inputs, get_inputs(sample_regs), block, block + span, unpack, step[7],
+                   ctl, ctl(unpack(stack, block - lo)), frame, suffix)
+
+
+def _replay_whole(whole: tuple, sample_regs: tuple[int, ...], stack: memoryview, lo: int,
+                  hi: int, history: History, limit: int) -> list[int] | None:
+    """The frames of a `_compose`d whole walk if it runs identically here (same input
+    registers, the first step's block inside this stack copy with the same control words,
+    and the suffix replaying); writes to `history` what the walk would. Else None."""
+    (get_inputs, input_values, block, end, unpack, offsets, ctl, ctl_values, frame,
+     suffix) = whole
+    if not (end <= hi and get_inputs(sample_regs) == input_values):
+        return None
+    values = unpack(stack, block - lo)
+    if ctl(values) != ctl_values:
+        return None
+    history.write(block, offsets, values)  # as the first step does (a fallback walk redoes it)
+    frames = [frame]
+    # the suffix's inputs were checked above, as sample registers or control words
+    if not _replay(suffix, suffix[1], _NOTHING_SEEN, stack, lo, hi, history, frames, limit):
+        return None
+    return frames
+
+
+def _picker(index: list[int]) -> Callable[[tuple], tuple]:
+    """A function giving the tuple of the items at `index` of a sequence."""
+    if not index:
+        return _nothing
+    # itemgetter of one index gives the item, not a 1-tuple: ask for it twice
+    return itemgetter(*index) if len(index) > 1 else itemgetter(index[0], index[0])
+
+
+def _nothing(_values: tuple) -> tuple:
     return ()
 
 
-def _replay(suffix: tuple, get: Callable, seen: set, stack: memoryview, lo: int, hi: int,
-            history: History, frames: list[int], limit: int) -> bool:
+def _replay(suffix: tuple, inputs: tuple, seen: set | frozenset, stack: memoryview, lo: int,
+            hi: int, history: History, frames: list[int], limit: int) -> bool:
     """Finish the walk with a `_record`ed suffix if it would run identically here: same input
-    registers, its words inside this stack copy with the same control words, none of its
-    loop-guard keys seen yet and its frames within the limit. Writes the words' current
-    values to `history`, as the walk would have."""
-    (inputs, input_values, rlo, rhi, unpack, addrs, ctl, ctl_values, keys, rframes,
+    register values (`inputs`), its words inside this stack copy with the same control
+    words, none of its loop-guard keys seen yet and its frames within the limit. Writes the
+    words' current values to `history`, as the walk would have."""
+    (_inputs, input_values, rlo, rhi, unpack, addrs, ctl, ctl_values, keys, rframes,
      _zero_end) = suffix
     if not (lo <= rlo and rhi <= hi and len(rframes) <= limit and seen.isdisjoint(keys)
-            and tuple(map(get, inputs)) == input_values):
+            and inputs == input_values):
         return False
     values = unpack(stack, rlo - lo)
     if ctl(values) != ctl_values:

@@ -286,6 +286,55 @@ def test_replayed_suffixes_match_fresh_walks() -> None:
         history_fresh.settle()
         assert history_shared == history_fresh
     assert shared[None]  # suffixes were recorded
+    assert shared[None].wholes.replays > len(samples) // 2  # and most walks replayed whole
+
+
+_S = 0x7FFF_0000  # the stack pointer of every sample below
+_BASE = (_S + 32, 0, 0x2010, 0, 0x3010)  # rbx saved by the leaf, -, its return address, ...
+
+
+@pytest.mark.parametrize("rbp,words", [
+    (_S + 8, _BASE),  # replayed whole
+    (_S + 16, (0, *_BASE)),  # another frame pointer: the leaf's CFA moves
+    (_S + 16, (_S + 32, 0, 0x2010, 0x2020, 0x3010)),  # ... where the first block still matches
+    (_S + 8, (_S + 40, 0, 0x2010, 0, 0x3010, 0x3020)),  # the rbx the middle frame's CFA uses
+    (_S + 8, (_S + 32, 0, 0x2020, 0, 0x3010)),  # the leaf's return address
+    (_S + 8, (_S + 32, 0, 0x2010, 0, 0x3020)),  # the middle frame's return address
+    (_S + 8, (_S + 32, 7, 0x2010, 7, 0x3010)),  # words no step reads: replayed whole
+])
+def test_whole_walks_replay_only_what_the_sample_repeats(rbp: int, words: tuple) -> None:
+    # After a first step and a replayed suffix, the whole walk from the sample's (pc, sp) is
+    # remembered; a sample with the same (pc, sp) replays it only if every register and
+    # stack word that decided it is the same. Leaf (0x1000): CFA = rbp+16, rbx at cfa-24,
+    # ra at cfa-8. Middle (0x2000): CFA = rbx+8, ra at cfa-8. Outer (0x3000): outermost.
+    rows = [
+        Row((CFA_REG, 6, 16), {3: (OFFSET, -24), 16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100),
+        Row((CFA_REG, 3, 8), {16: (OFFSET, -8)}, 16, False, 0x2000, 0x2100),
+        Row((CFA_REG, 7, 8), {16: (UNDEF, 0)}, 16, False, 0x3000, 0x3100),
+    ]
+    mask = (1 << 1) | (1 << 6) | (1 << 7) | (1 << 8)  # rbx, rbp, rsp, rip
+    space = _space(rows)
+    steps: dict = {}
+    history, fresh_history = History(), History()
+
+    def walk(rbp: int, words: tuple) -> tuple[list[int], int]:
+        regs, stack = (0, rbp, _S, 0x1010), _words("Q", *words)
+        fresh = unwind("x86_64", 2, regs, mask, stack, space, fresh_history, -1)
+        got = unwind("x86_64", 2, regs, mask, stack, space, history, -1, steps=steps)
+        history.settle()
+        fresh_history.settle()
+        assert history == fresh_history
+        return got if got == fresh else ("differs", got, fresh)
+
+    for _ in range(3):  # recorded, replayed after the first step (and composed), whole
+        assert walk(_S + 8, _BASE) == ([0x1010, 0x200F, 0x300F], 3)
+    wholes = steps[None].wholes
+    assert wholes.replays == 1
+    expected = unwind("x86_64", 2, (0, rbp, _S, 0x1010), mask, _words("Q", *words), space,
+                      History(), -1)
+    assert walk(rbp, words) == expected
+    repeats = rbp == _S + 8 and words[0:5:2] == _BASE[0:5:2]  # the words the steps read
+    assert wholes.replays == 1 + repeats
 
 
 def test_replay_follows_changed_stack_words() -> None:
@@ -353,7 +402,7 @@ def test_lazy_history_writes_keep_their_order() -> None:
     steps: dict = {}
     history = History()
     lazy = run(history, steps, False)
-    assert steps[None].replays >= 4
+    assert steps[None].replays + steps[None].wholes.replays >= 4  # suffixes, whole walks
     # every read sees the last write of sp + 16: B's return address or A's rbx
     assert [lazy[i] for i in (3, 5, 7, 10)] == [
         ([0x1010, 0x220F, 0x300F], 2),
