@@ -33,6 +33,8 @@ _ZERO = (0,)  # appended so that index -1 (field absent) reads 0
 _NO_TRAILER = (0, 0, 0, 0)
 _NOT_FUSED = SAMPLE_READ | SAMPLE_RAW | SAMPLE_BRANCH_STACK | SAMPLE_REGS_USER | SAMPLE_STACK_USER
 _TRACEPOINT = 2
+_STACKED = SAMPLE_REGS_USER | SAMPLE_STACK_USER  # fused() makes a SampleEvent decoder
+_NOT_STACKED = SAMPLE_READ | SAMPLE_RAW | SAMPLE_BRANCH_STACK
 
 
 class FusedSample(tuple):
@@ -210,10 +212,16 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
                                    weight, data_src, transaction, size, misc))
 
     def fused(attr: PerfEventAttr) -> Callable | None:
-        """fused(buf, pos, end, misc, size) -> FusedSample for SAMPLEs of attr, None if attr
-        has fields that need the full decoder. Same checks and errors as sample()."""
+        """fused(buf, pos, end, misc, size) -> FusedSample for SAMPLEs of attr; or, for
+        attrs of DWARF recordings, a SampleEvent decoder made for their layout (`stacked`);
+        None if attr has fields that need the full decoder. Same checks and errors as
+        sample()."""
         st = attr.sample_type
-        if st & _NOT_FUSED or attr.type == _TRACEPOINT:
+        if attr.type == _TRACEPOINT:
+            return None
+        if st & _NOT_FUSED:
+            if st & _STACKED == _STACKED and not st & _NOT_STACKED:
+                return stacked(attr)
             return None
         plan = attr.plan
         prefix = plan.prefix.unpack_from
@@ -243,6 +251,64 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
                 raise ValueError("sample fields run past the end of the record")
             return _new(FusedSample, pick(v) + (unpack(buf, pos), misc, size))
         return chained
+
+    def stacked(attr: PerfEventAttr) -> Callable:
+        """sample() for an attr with user registers and stack and no read values, raw data or
+        branch stack (`perf record --call-graph dwarf`): the flag tests done once, registers
+        and stack size read by one unpack, weight, data source and transaction by another. A
+        record that fails a bounds check is decoded by sample(), which raises what it
+        raises."""
+        plan = attr.plan
+        prefix = plan.prefix.unpack_from
+        head = plan.prefix.size
+        i_id, i_ip, i_pid, i_tid, i_time, i_addr, i_sid, i_cpu, i_period = plan.prefix_index
+        st = attr.sample_type
+        chained = bool(st & SAMPLE_CALLCHAIN)
+        regs_size = 8 * plan.nregs_user + 8  # the registers, then the stack's size
+        regs_and_size = struct.Struct(f"{e}{plan.nregs_user + 1}Q").unpack_from
+        present = [bool(st & f) for f in (SAMPLE_WEIGHT, SAMPLE_DATA_SRC, SAMPLE_TRANSACTION)]
+        tail_size = 8 * sum(present)
+        tail = struct.Struct(f"{e}{sum(present)}Q").unpack_from
+        # weight, data source, transaction from the tail + _ZERO (absent: index -1, 0)
+        i_tail = itemgetter(*(sum(present[:k]) if present[k] else -1 for k in range(3)))
+
+        def decode(buf, pos: int, end: int, misc: int, size: int) -> ev.SampleEvent:
+            v = prefix(buf, pos) + _ZERO
+            at = pos + head
+            callchain = regs = ()
+            stack = None
+            if chained:
+                (nr,) = u64(buf, at)
+                at += 8
+                if at + 8 * nr > end:
+                    return sample(buf, pos, end, misc, size, attr)
+                callchain = (arrays.get(nr) or new_array(nr))(buf, at)
+                at += 8 * nr
+            (abi,) = u64(buf, at)
+            at += 8
+            if abi:
+                if at + regs_size > end:
+                    return sample(buf, pos, end, misc, size, attr)
+                values = regs_and_size(buf, at)
+                regs, n = values[:-1], values[-1]
+                at += regs_size
+            else:
+                (n,) = u64(buf, at)
+                at += 8
+            if n:
+                if at + n + 8 > end:
+                    return sample(buf, pos, end, misc, size, attr)
+                (dyn,) = u64(buf, at + n)
+                stack = buf[at:at + min(dyn, n)]
+                at += n + 8
+            if at + tail_size > end:
+                return sample(buf, pos, end, misc, size, attr)
+            weight, data_src, transaction = i_tail(tail(buf, at) + _ZERO)
+            return _new(_SampleEvent, (attr, v[i_pid], v[i_tid], v[i_time], v[i_cpu], v[i_ip],
+                                       v[i_addr], v[i_id], v[i_sid], v[i_period], (), callchain,
+                                       None, (), None, abi, regs, stack, weight, data_src,
+                                       transaction, size, misc))
+        return decode
 
     def peek_u64(buf, pos: int) -> int:
         return u64(buf, pos)[0]

@@ -1,5 +1,6 @@
-"""The fused SAMPLE decoder (PerfReader(fused=True)) gives the same values as the full
-SampleEvent, and the same events and errors on damaged input."""
+"""The fused SAMPLE decoders (PerfReader(fused=True)) give the same values as the full
+SampleEvent, and the same events and errors on damaged input: FusedSample for frame-pointer
+samples, and whole SampleEvents for DWARF ones (fast.stacked)."""
 
 from __future__ import annotations
 
@@ -82,3 +83,58 @@ def test_fused_same_errors_on_damaged_samples():
         assert fused == full, at
         errors += fused[1] is not None
     assert errors >= 10  # the mutations do reach the SAMPLE checks
+
+
+def whole(source, fused: bool) -> tuple[list, str | None]:
+    """Every event whole, a SampleEvent's stack as bytes."""
+    out: list = []
+    try:
+        for e in PerfReader(source, fused=fused).events():
+            if type(e).__name__ == "SampleEvent" and e.stack is not None:
+                e = e._replace(stack=bytes(e.stack))
+            out.append(e)
+    except PerfDataError as exc:
+        return out, str(exc)
+    return out, None
+
+
+DWARF = CORPUS / "recorded" / "dwarf" / "perf.data"
+
+
+def test_stacked_decoder_equals_the_full_one():
+    fused, err = whole(open_source(str(DWARF), None, 0), True)
+    assert (fused, err) == whole(open_source(str(DWARF), None, 0), False)
+    assert sum(e.stack is not None for e in fused if type(e).__name__ == "SampleEvent") > 100
+
+
+def test_stacked_decoder_same_errors_on_damaged_samples():
+    data = DWARF.read_bytes()
+    rng = random.Random(11)
+    pos = int.from_bytes(data[40:48], "little")
+    end = pos + int.from_bytes(data[48:56], "little")
+    records = []  # (start, end) of the SAMPLE records
+    while pos + 8 <= end:
+        kind, size = int.from_bytes(data[pos:pos + 4], "little"), data[pos + 6] | data[pos + 7] << 8
+        if kind == 9:
+            records.append((pos, pos + size))
+        pos += max(size, 8)
+    samples = [e for e in whole(open_source(str(DWARF), None, 0), False)[0]
+               if type(e).__name__ == "SampleEvent"]
+    assert len(samples) == len(records)
+    fields = []  # where the decoders read a count or size: what their checks are about
+    for (start, stop), e in zip(records, samples, strict=True):
+        nr = start + 8 + e.attr.plan.prefix.size
+        abi = nr + 8 + 8 * len(e.callchain)
+        fields += [nr, abi, abi + 8 + 8 * len(e.regs), stop - 8]
+    errors = 0
+    for _ in range(300):
+        damaged = bytearray(data)
+        at = rng.choice(fields)
+        one_more = (int.from_bytes(data[at:at + 8], "little") + 8) % (1 << 64)  # a word more
+        damaged[at:at + 8] = rng.choice((b"\xff" * 8, rng.randbytes(8), b"\0" * 8,
+                                         (1 << 20).to_bytes(8, "little"), (3).to_bytes(8, "little"),
+                                         one_more.to_bytes(8, "little")))
+        fused = whole(_Bytes(bytes(damaged)), True)
+        assert fused == whole(_Bytes(bytes(damaged)), False), at
+        errors += fused[1] is not None
+    assert errors >= 30  # the mutations do reach the SAMPLE checks
