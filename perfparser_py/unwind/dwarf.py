@@ -334,8 +334,8 @@ def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryv
             # it from the same state (pc, sp) through the same stack words, else record it
             memo_key = (get(ip), get(sp_reg), exact, a)
             suffix = suffixes.get(memo_key)
-            if suffix is not None and _replay(suffix, tuple(map(get, suffix[0])), seen, stack,
-                                              lo, hi, history, frames, limit):
+            if (suffix is not None and tuple(map(get, suffix[0])) == suffix[1]
+                    and _replay(suffix, seen, stack, lo, hi, history, frames, limit)):
                 suffixes.replays += 1
                 if whole_key is not None and trail:
                     _compose(suffixes.wholes, whole_key, trail[0], frames[0], suffix,
@@ -480,7 +480,7 @@ def _replay_whole(whole: tuple, sample_regs: tuple[int, ...], stack: memoryview,
     history.write(block, offsets, values)  # as the first step does (a fallback walk redoes it)
     frames = [frame]
     # the suffix's inputs were checked above, as sample registers or control words
-    if not _replay(suffix, suffix[1], _NOTHING_SEEN, stack, lo, hi, history, frames, limit):
+    if not _replay(suffix, _NOTHING_SEEN, stack, lo, hi, history, frames, limit):
         return None
     return frames
 
@@ -497,16 +497,15 @@ def _nothing(_values: tuple) -> tuple:
     return ()
 
 
-def _replay(suffix: tuple, inputs: tuple, seen: set | frozenset, stack: memoryview, lo: int,
-            hi: int, history: History, frames: list[int], limit: int) -> bool:
-    """Finish the walk with a `_record`ed suffix if it would run identically here: same input
-    register values (`inputs`), its words inside this stack copy with the same control
-    words, none of its loop-guard keys seen yet and its frames within the limit. Writes the
-    words' current values to `history`, as the walk would have."""
-    (_inputs, input_values, rlo, rhi, unpack, addrs, ctl, ctl_values, keys, rframes,
+def _replay(suffix: tuple, seen: set | frozenset, stack: memoryview, lo: int, hi: int,
+            history: History, frames: list[int], limit: int) -> bool:
+    """Finish the walk with a `_record`ed suffix whose input registers the caller found
+    equal, if the rest would run identically here: its words inside this stack copy with
+    the same control words, none of its loop-guard keys seen yet and its frames within the
+    limit. Writes the words' current values to `history`, as the walk would have."""
+    (_inputs, _input_values, rlo, rhi, unpack, addrs, ctl, ctl_values, keys, rframes,
      _zero_end) = suffix
-    if not (lo <= rlo and rhi <= hi and len(rframes) <= limit and seen.isdisjoint(keys)
-            and inputs == input_values):
+    if not (lo <= rlo and rhi <= hi and len(rframes) <= limit and seen.isdisjoint(keys)):
         return False
     values = unpack(stack, rlo - lo)
     if ctl(values) != ctl_values:
