@@ -87,9 +87,9 @@ class Spaces:
         index of the first guessed one)."""
         if not (e.regs_abi and e.stack is not None and len(e.stack)):
             return None
+        if not self.unwindable:
+            return False
         if self.unwinder is None:
-            if not self.unwindable:
-                return False
             # imported here: frame-pointer and LBR recordings never need the unwinder
             from .elf.cfi import Cfi
             from .unwind.dwarf import unwind
@@ -127,7 +127,6 @@ class Spaces:
 
         family = arch_family(name)
         self.arch = family or name
-        self.unwinder = None
         self.unwindable = family in ("x86", "aarch64", "arm")
 
 
