@@ -1,7 +1,8 @@
 """A run imports neither the debugger, pickle, traceback and hashlib (OpenSSL) modules that
 construct pulls in nor inspect (with ast, dis, tokenize), which construct and dataclasses pull
-in: perfparser_py.standins stands in for them (~13 ms of every start). What those libraries use them for still works.
-The DWARF unwinder and the tracepoint decoder are imported only by runs that use them."""
+in: perfparser_py.standins stands in for them (~13 ms of every start). What those libraries
+use them for still works. The DWARF unwinder and the tracepoint decoder are imported only by
+runs that use them."""
 
 import subprocess
 import sys

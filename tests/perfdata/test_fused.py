@@ -22,11 +22,17 @@ def project(e):
     return (e.pid, e.tid, e.time, e.cpu, e.ip, e.id, e.period, e.callchain, e.misc, e.size)
 
 
-def events(source, fused: bool) -> tuple[list, str | None]:
+def projected(e):
+    """An event as a FusedSample would hold it."""
+    return tuple(e) if type(e) is FusedSample else project(e)
+
+
+def events(source, fused: bool, view=projected) -> tuple[list, str | None]:
+    """`view` of every event read, and the error that ended the reading (None if none)."""
     out: list = []
     try:
         for e in PerfReader(source, fused=fused).events():
-            out.append(tuple(e) if type(e) is FusedSample else project(e))
+            out.append(view(e))
     except PerfDataError as exc:
         return out, str(exc)
     return out, None
@@ -85,25 +91,19 @@ def test_fused_same_errors_on_damaged_samples():
     assert errors >= 10  # the mutations do reach the SAMPLE checks
 
 
-def whole(source, fused: bool) -> tuple[list, str | None]:
-    """Every event whole, a SampleEvent's stack as bytes."""
-    out: list = []
-    try:
-        for e in PerfReader(source, fused=fused).events():
-            if type(e).__name__ == "SampleEvent" and e.stack is not None:
-                e = e._replace(stack=bytes(e.stack))
-            out.append(e)
-    except PerfDataError as exc:
-        return out, str(exc)
-    return out, None
+def whole(e):
+    """An event whole, a SampleEvent's stack as bytes."""
+    if type(e).__name__ == "SampleEvent" and e.stack is not None:
+        return e._replace(stack=bytes(e.stack))
+    return e
 
 
 DWARF = CORPUS / "recorded" / "dwarf" / "perf.data"
 
 
 def test_stacked_decoder_equals_the_full_one():
-    fused, err = whole(open_source(str(DWARF), None, 0), True)
-    assert (fused, err) == whole(open_source(str(DWARF), None, 0), False)
+    fused, err = events(open_source(str(DWARF), None, 0), True, whole)
+    assert (fused, err) == events(open_source(str(DWARF), None, 0), False, whole)
     assert sum(e.stack is not None for e in fused if type(e).__name__ == "SampleEvent") > 100
 
 
@@ -118,7 +118,7 @@ def test_stacked_decoder_same_errors_on_damaged_samples():
         if kind == 9:
             records.append((pos, pos + size))
         pos += max(size, 8)
-    samples = [e for e in whole(open_source(str(DWARF), None, 0), False)[0]
+    samples = [e for e in events(open_source(str(DWARF), None, 0), False, whole)[0]
                if type(e).__name__ == "SampleEvent"]
     assert len(samples) == len(records)
     fields = []  # where the decoders read a count or size: what their checks are about
@@ -134,7 +134,7 @@ def test_stacked_decoder_same_errors_on_damaged_samples():
         damaged[at:at + 8] = rng.choice((b"\xff" * 8, rng.randbytes(8), b"\0" * 8,
                                          (1 << 20).to_bytes(8, "little"), (3).to_bytes(8, "little"),
                                          one_more.to_bytes(8, "little")))
-        fused = whole(_Bytes(bytes(damaged)), True)
-        assert fused == whole(_Bytes(bytes(damaged)), False), at
+        fused = events(_Bytes(bytes(damaged)), True, whole)
+        assert fused == events(_Bytes(bytes(damaged)), False, whole), at
         errors += fused[1] is not None
     assert errors >= 30  # the mutations do reach the SAMPLE checks
