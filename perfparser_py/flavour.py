@@ -14,8 +14,8 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -32,15 +32,16 @@ _HOTSPOT_NAMES = frozenset({"hotspot"})
 _DPKG_DIR = "/var/lib/dpkg"
 _DPKG_PACKAGES = ("hotspot",)
 
+# Patterns, compiled (and cached by re) on first use: most runs never look at a binary.
 # Qt5 QStringLiteral: static QArrayData header (ref -1, size, alloc 0, offset 24) + UTF-16LE.
-_QT5_LITERAL = re.compile(
+_QT5_LITERAL = (
     rb"\xff\xff\xff\xff[\x05-\x10]\x00\x00\x00\x00{8}\x18\x00{7}((?:[0-9.]\x00){5,16})\x00\x00"
 )
 # Qt6 QStringLiteral: bare NUL-terminated UTF-16LE in .rodata.
-_UTF16_VERSION = re.compile(
+_UTF16_VERSION = (
     rb"(?<![\x20-\x7e]\x00)((?:[0-9]\x00){1,2}\.\x00(?:[0-9]\x00){1,2}\.\x00(?:[0-9]\x00){1,3})\x00\x00"
 )
-_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+_VERSION = r"(\d+)\.(\d+)\.(\d+)"
 _SCAN_LIMIT = 64 << 20
 
 
@@ -195,7 +196,7 @@ def embedded_version(exe: str) -> tuple[int, int, int] | None:
     with open(exe, "rb") as f:
         data = f.read(_SCAN_LIMIT)
     for pattern in (_QT5_LITERAL, _UTF16_VERSION):
-        found = {m.group(1).decode("utf-16-le") for m in pattern.finditer(data)}
+        found = {m.group(1).decode("utf-16-le") for m in re.finditer(pattern, data)}
         versions = {v for v in map(_parse_version, found) if v}
         if len(versions) == 1:
             return versions.pop()
@@ -205,5 +206,5 @@ def embedded_version(exe: str) -> tuple[int, int, int] | None:
 
 
 def _parse_version(text: str) -> tuple[int, int, int] | None:
-    m = _VERSION.match(text)
+    m = re.match(_VERSION, text)
     return (int(m[1]), int(m[2]), int(m[3])) if m else None

@@ -14,11 +14,13 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from functools import cache
-from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from .protocol_schema import SCHEMA
 
+TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
+    from typing import Any, BinaryIO
+
     from .protocol_messages import Stream
 
 FLAVOURS = ("current", "1.5", "1.4", "1.3")
@@ -103,7 +105,7 @@ class GroupDesc:
 class Features:
     """FeaturesDefinition; an absent string feature is None (written as a null QByteArray)."""
 
-    TYPE: ClassVar[int] = 7
+    TYPE = 7  # not annotated, so not a field: ClassVar would need typing at start-up
     host_name: bytes | None = None
     os_release: bytes | None = None
     version: bytes | None = None

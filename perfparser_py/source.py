@@ -11,10 +11,6 @@ import os
 import stat
 import sys
 import time
-from typing import TYPE_CHECKING, BinaryIO
-
-if TYPE_CHECKING:
-    import socket
 
 from .perfdata.errors import (
     BUFFERING_ERROR,
@@ -23,6 +19,11 @@ from .perfdata.errors import (
     TCP_SOCKET_ERROR,
     PerfDataError,
 )
+
+TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
+if TYPE_CHECKING:
+    import socket
+    from typing import BinaryIO
 
 _CHUNK = 1 << 20
 _CONNECT_DELAYS_MS = [2 << k for k in range(11)]  # 2, 4, ... 2048

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from .image import ElfImage, warn_once
 
+TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from .debuginfod import DebuginfodClient
 

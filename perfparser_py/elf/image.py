@@ -15,12 +15,12 @@ import struct
 import sys
 import threading
 import zlib
-from typing import TYPE_CHECKING
 
 from ..demangle import demangle
 from .notes import gnu_build_id
 from .symtab import SymbolTable, name_at, sorted_table, table_rows
 
+TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from ..cache import CacheRecord
 

@@ -1,38 +1,43 @@
-"""What PerfReader.events() yields: header-level events and decoded records (plain NamedTuples,
+"""What PerfReader.events() yields: header-level events and decoded records (plain named tuples,
 cheap to build on the hot path and comparable field by field in tests)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+from ..tuples import named_tuple
 from .attr import PerfEventAttr
 from .features import Features
 
 
-class AttrEvent(NamedTuple):
+@named_tuple
+class AttrEvent:
     attr: PerfEventAttr
     name: str | None
     ids: tuple[int, ...]
 
 
-class FeaturesEvent(NamedTuple):
+@named_tuple
+class FeaturesEvent:
     features: Features
 
 
-class TracingDataEvent(NamedTuple):
+@named_tuple
+class TracingDataEvent:
     data: bytes
 
 
-class DataStartEvent(NamedTuple):
+@named_tuple
+class DataStartEvent:
     data_offset: int
     data_size: int
 
 
-class ProgressEvent(NamedTuple):
+@named_tuple
+class ProgressEvent:
     fraction: float
 
 
-class SampleEvent(NamedTuple):
+@named_tuple
+class SampleEvent:
     attr: PerfEventAttr
     pid: int
     tid: int
@@ -58,7 +63,8 @@ class SampleEvent(NamedTuple):
     misc: int
 
 
-class MmapEvent(NamedTuple):
+@named_tuple
+class MmapEvent:
     pid: int
     tid: int
     addr: int
@@ -79,7 +85,8 @@ class MmapEvent(NamedTuple):
     misc: int
 
 
-class CommEvent(NamedTuple):
+@named_tuple
+class CommEvent:
     pid: int
     tid: int
     comm: bytes
@@ -89,7 +96,8 @@ class CommEvent(NamedTuple):
     misc: int
 
 
-class ForkEvent(NamedTuple):
+@named_tuple
+class ForkEvent:
     pid: int
     ppid: int
     tid: int
@@ -101,7 +109,8 @@ class ForkEvent(NamedTuple):
     misc: int
 
 
-class ExitEvent(NamedTuple):
+@named_tuple
+class ExitEvent:
     pid: int
     ppid: int
     tid: int
@@ -113,7 +122,8 @@ class ExitEvent(NamedTuple):
     misc: int
 
 
-class LostEvent(NamedTuple):
+@named_tuple
+class LostEvent:
     id: int
     lost: int
     pid: int
@@ -123,7 +133,8 @@ class LostEvent(NamedTuple):
     size: int
 
 
-class LostSamplesEvent(NamedTuple):
+@named_tuple
+class LostSamplesEvent:
     lost: int
     pid: int
     tid: int
@@ -132,7 +143,8 @@ class LostSamplesEvent(NamedTuple):
     size: int
 
 
-class SwitchEvent(NamedTuple):
+@named_tuple
+class SwitchEvent:
     switch_out: bool
     next_prev_pid: int  # -1 for the non-CPU-wide SWITCH record
     next_prev_tid: int
@@ -144,9 +156,11 @@ class SwitchEvent(NamedTuple):
     size: int
 
 
-class FinishedRoundEvent(NamedTuple):
+@named_tuple
+class FinishedRoundEvent:
     pass
 
 
-class FinishedInitEvent(NamedTuple):
+@named_tuple
+class FinishedInitEvent:
     pass

@@ -7,10 +7,11 @@ column and word size of one architecture/ABI.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from ..tuples import named_tuple
 
 
-class RegTable(NamedTuple):
+@named_tuple
+class RegTable:
     name: str
     dwarf_from_perf: tuple[int, ...]  # DWARF register i <- perf register dwarf_from_perf[i]
     sp_perf: int
