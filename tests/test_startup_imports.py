@@ -1,7 +1,9 @@
 """A run imports neither the debugger, pickle, traceback and hashlib (OpenSSL) modules that
 construct pulls in nor inspect (with ast, dis, tokenize), which construct and dataclasses pull
-in: perfparser_py.standins stands in for them (~13 ms of every start). What those libraries
-use them for still works. The DWARF unwinder and the tracepoint decoder are imported only by
+in: perfparser_py.standins stands in for them (~13 ms of every start). What those
+libraries use them for still works. Nor typing, whose NamedTuple compiled every field
+annotation (perfparser_py.tuples), unless a library needs it (zstandard, for compressed
+recordings). The DWARF unwinder and the tracepoint decoder are imported only by
 runs that use them."""
 
 import subprocess
@@ -50,7 +52,7 @@ def test_run_imports_none_of_them(monkeypatch):
 
 
 ON_USE = ("perfparser_py.unwind.dwarf", "perfparser_py.elf.cfi", "perfparser_py.tracepoints",
-          "perfparser_py.perfdata.tracing")
+          "perfparser_py.perfdata.tracing", "typing")
 
 
 @pytest.mark.parametrize(("case", "imported"), [
