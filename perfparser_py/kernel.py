@@ -445,6 +445,9 @@ def _serve(path: str, to_parent: int, memfd: int) -> None:
             os.close(fd)
         except OSError:
             pass
+    from .cpus import lower_helper_priority
+
+    lower_helper_priority()
     try:
         data, identity = _read(path)
         key: list[str] = []

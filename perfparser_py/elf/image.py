@@ -151,10 +151,17 @@ def _prefetch(job: _Inflation, size: int) -> None:
     if _queue is None:
         import queue
 
+        from ..cpus import lower_helper_priority
+
         _queue = queue.PriorityQueue()
         jobs = _queue
-        threading.Thread(target=lambda: [item[2].run() for item in iter(jobs.get, None)],
-                         name="perfparser-prefetch", daemon=True).start()
+
+        def work() -> None:
+            lower_helper_priority()
+            for item in iter(jobs.get, None):
+                item[2].run()
+
+        threading.Thread(target=work, name="perfparser-prefetch", daemon=True).start()
     _queue.put((-size, id(job), job))
 
 

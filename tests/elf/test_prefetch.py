@@ -1,15 +1,20 @@
 """ElfImage.prefetch: sections decompressed on the prefetch thread are exactly what
 section() decompresses itself, wherever section() would take them, damaged ones included;
-the finder prefetches the files perf lists with samples."""
+the finder prefetches the files perf lists with samples; the prefetch thread runs below the
+main thread's priority."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from perfparser_py.cpus import HELPER_NICENESS
 from perfparser_py.elf import image as image_mod
 from perfparser_py.elf.dwarf import SECTIONS
 from perfparser_py.elf.finder import ElfFinder
@@ -36,6 +41,20 @@ def test_prefetched_sections_equal_direct_ones(built: dict[str, Path], name: str
     assert contents(ahead) == direct
     assert direct[".debug_info"] is not None
     assert not ahead._inflations  # every job was taken
+
+
+def test_the_prefetch_thread_runs_below_the_main_thread(built) -> None:
+    main_nice = os.getpriority(os.PRIO_PROCESS, 0)
+    img = ElfImage.open(str(built["zlib"]))
+    img.prefetch(NAMES)
+    assert contents(img)[".debug_info"] is not None
+    thread = next(t for t in threading.enumerate() if t.name == "perfparser-prefetch")
+    wanted = min(19, main_nice + HELPER_NICENESS)
+    deadline = time.monotonic() + 10  # the thread lowers itself when it starts
+    while os.getpriority(os.PRIO_PROCESS, thread.native_id) != wanted:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert os.getpriority(os.PRIO_PROCESS, 0) == main_nice
 
 
 def test_a_job_the_thread_has_not_started_runs_in_the_caller(built, monkeypatch) -> None:
