@@ -12,7 +12,7 @@ affected lookup return None; nothing raises. When the image carries a persistent
 from __future__ import annotations
 
 import struct
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from functools import lru_cache
 
 from .leb128 import sleb, uleb
@@ -154,7 +154,13 @@ class DwarfInfo:
         self._unit_offsets: list[int] | None = None
         self._headers: dict[int, tuple[int, int, int, int, int, int]] = {}
         self._cus: dict[int, _Cu] = {}
+        self._cu_starts: list[int] = []  # offsets of self._cus, ascending
         self._index: tuple[list[int], list[int], list[int]] | None = None
+        self._unlisted_index: tuple[list[int], list[int], list[int]] | None = None
+        e = self._e
+        self._length_version = struct.Struct(e + "IH").unpack_from
+        self._wide_length_version = struct.Struct(e + "QH").unpack_from
+        self._v5_fields = struct.Struct(e + "BBI").unpack_from  # type, address size, abbrevs
         self._dies: dict[int, tuple[int, bool, dict, int]] = {}
         self._names: dict[int, str | None] = {}
         self._scopes: dict[int, tuple[Scope, list[Scope]] | None] = {}
@@ -254,73 +260,87 @@ class DwarfInfo:
 
     # ------------------------------------------------------------------- units
 
+    def _header_at(self, off: int) -> tuple[int, tuple[int, int, int, int, int, int] | None]:
+        """(end of the unit whose header is at `off`, or 0 when no unit can be there; the
+        header as _unit keeps it when the unit is usable - compile, partial, skeleton or split
+        compile with a known address size - else None). Raises IndexError or struct.error
+        when the header runs past the section."""
+        info = self._s["info"]
+        length, version = self._length_version(info, off)
+        off_size = 4
+        pos = off + 4
+        if length == 0xFFFFFFFF:
+            length, version = self._wide_length_version(info, pos)
+            pos += 8
+            off_size = 8
+        end = pos + length
+        if length == 0 or end > len(info):
+            return 0, None
+        pos += 2
+        unit_type = 1
+        if version >= 5:
+            if off_size == 4:
+                unit_type, addr_size, abbrev_off = self._v5_fields(info, pos)
+                pos += 6
+            else:
+                unit_type = info[pos]
+                addr_size = info[pos + 1]
+                (abbrev_off,) = struct.unpack_from(self._e + "Q", info, pos + 2)
+                pos += 10
+            if unit_type in (4, 5):  # skeleton / split compile: dwo id
+                pos += 8
+            elif unit_type in (2, 6):  # type units: signature + type offset
+                pos += 8 + off_size
+        elif 2 <= version <= 4:
+            (abbrev_off,) = struct.unpack_from(self._e + ("I" if off_size == 4 else "Q"),
+                                               info, pos)
+            addr_size = info[pos + off_size]
+            pos += off_size + 1
+        else:
+            return end, None
+        if unit_type in (1, 3, 4, 5) and addr_size in (2, 4, 8):
+            return end, (end, version, addr_size, off_size, abbrev_off, pos)
+        return end, None
+
     def _units(self) -> list[int]:
-        """Section offsets of the usable units (compile, partial, skeleton, split compile
-        with a known address size), in section order. The headers are kept as tuples and a
-        unit becomes a _Cu when first used (_unit): a profile touches few of libc's ~2000."""
+        """Section offsets of the usable units, in section order, from a walk over every
+        unit header. Only needed for what .debug_aranges does not answer (_cu_for) and for
+        references into units not made yet (_cu_of_offset): libc has ~2000 units."""
         if self._unit_offsets is not None:
             return self._unit_offsets
         headers = self._headers
-        info = self._s["info"]
-        n = len(info)
-        e = self._e
-        u32 = struct.Struct(e + "I").unpack_from
-        u64 = struct.Struct(e + "Q").unpack_from
-        # one unpack per field group: libc has ~2000 units
-        length_version = struct.Struct(e + "IH").unpack_from
-        wide_length_version = struct.Struct(e + "QH").unpack_from
-        v5_fields = struct.Struct(e + "BBI").unpack_from  # unit type, address size, abbrevs
+        n = len(self._s["info"])
         off = 0
         try:
             while off + 11 <= n:
-                length, version = length_version(info, off)
-                off_size = 4
-                pos = off + 4
-                if length == 0xFFFFFFFF:
-                    length, version = wide_length_version(info, pos)
-                    pos += 8
-                    off_size = 8
-                end = pos + length
-                if length == 0 or end > n:
+                end, header = self._header_at(off)
+                if not end:
                     break
-                pos += 2
-                unit_type = 1
-                if version >= 5:
-                    if off_size == 4:
-                        unit_type, addr_size, abbrev_off = v5_fields(info, pos)
-                        pos += 6
-                    else:
-                        unit_type = info[pos]
-                        addr_size = info[pos + 1]
-                        (abbrev_off,) = u64(info, pos + 2)
-                        pos += 10
-                    if unit_type in (4, 5):  # skeleton / split compile: dwo id
-                        pos += 8
-                    elif unit_type in (2, 6):  # type units: signature + type offset
-                        pos += 8 + off_size
-                elif 2 <= version <= 4:
-                    (abbrev_off,) = (u32 if off_size == 4 else u64)(info, pos)
-                    addr_size = info[pos + off_size]
-                    pos += off_size + 1
-                else:
-                    off = end
-                    continue
-                if unit_type in (1, 3, 4, 5) and addr_size in (2, 4, 8):
-                    headers[off] = (end, version, addr_size, off_size, abbrev_off, pos)
+                if header is not None:
+                    headers[off] = header
                 off = end
         except (IndexError, struct.error):
             pass
         self._unit_offsets = list(headers)
         return self._unit_offsets
 
-    def _unit(self, off: int) -> _Cu:
-        """The unit whose header _units found at `off`."""
+    def _unit(self, off: int) -> _Cu | None:
+        """The usable unit whose header is at `off` (as the walk or .debug_aranges names
+        it), made on first use; None when no usable unit header is there."""
         cu = self._cus.get(off)
         if cu is None:
+            header = self._headers.get(off)
+            if header is None:
+                try:
+                    header = self._header_at(off)[1]
+                except (IndexError, struct.error):
+                    header = None
+                if header is None:
+                    return None
             cu = self._cus[off] = _Cu()
             cu.offset = off
-            cu.end, cu.version, cu.addr_size, cu.off_size, cu.abbrev_off, cu.first_die = (
-                self._headers[off])
+            cu.end, cu.version, cu.addr_size, cu.off_size, cu.abbrev_off, cu.first_die = header
+            insort(self._cu_starts, off)
         return cu
 
     def _abbrevs(self, cu: _Cu) -> dict:
@@ -654,26 +674,31 @@ class DwarfInfo:
     # -------------------------------------------------------------- CU lookup
 
     def _cu_index(self) -> tuple[list[int], list[int], list[int]]:
-        """Address ranges -> unit. Units listed in .debug_aranges (as elfutils looks them up)
-        keep their unit DIE undecoded until an address falls into them: decoding every unit
-        DIE of a libc with debug info costs more than parsing the rest of a small profile."""
-        if self._index is not None:
-            return self._index
-        aranges = self._aranges()
-        headers = self._headers
-        units = self._units()
-        # comprehensions: libc lists ~2000 units (the sort makes the order irrelevant)
-        entries = [(lo, hi, off) for off, listed in aranges.items() if off in headers
-                   for lo, hi in listed]
-        for off in units:
-            if off not in aranges:
-                cu = self._unit(off)
-                if self._top_usable(cu):
-                    entries.extend((lo, hi, off) for lo, hi in cu.ranges)
-        entries.sort()
-        self._index = ([e[0] for e in entries], [e[1] for e in entries],
-                       [e[2] for e in entries])
+        """Address ranges -> unit, from .debug_aranges, as elfutils looks units up: a unit
+        listed there keeps its unit DIE undecoded until an address falls into it, and the
+        walk over every unit header (_units) is left to what aranges does not answer."""
+        if self._index is None:
+            entries = sorted((lo, hi, off) for off, listed in self._aranges().items()
+                             for lo, hi in listed)
+            self._index = ([e[0] for e in entries], [e[1] for e in entries],
+                           [e[2] for e in entries])
         return self._index
+
+    def _unlisted(self) -> tuple[list[int], list[int], list[int]]:
+        """Address ranges -> unit for the units .debug_aranges does not list (all of them
+        without it), from their unit DIEs."""
+        if self._unlisted_index is None:
+            aranges = self._aranges()
+            entries = []
+            for off in self._units():
+                if off not in aranges:
+                    cu = self._unit(off)
+                    if cu is not None and self._top_usable(cu):
+                        entries.extend((lo, hi, off) for lo, hi in cu.ranges)
+            entries.sort()
+            self._unlisted_index = ([e[0] for e in entries], [e[1] for e in entries],
+                                    [e[2] for e in entries])
+        return self._unlisted_index
 
     def _top_usable(self, cu: _Cu) -> bool:
         """Decode the unit DIE (once); whether the unit is a compile/partial/skeleton unit."""
@@ -727,16 +752,28 @@ class DwarfInfo:
         return out
 
     def _cu_for(self, addr: int) -> _Cu | None:
-        starts, ends, offsets = self._cu_index()
+        return self._cu_in(self._cu_index(), addr) or self._cu_in(self._unlisted(), addr)
+
+    def _cu_in(self, index: tuple[list[int], list[int], list[int]], addr: int) -> _Cu | None:
+        starts, ends, offsets = index
         i = bisect_right(starts, addr) - 1
         for j in range(i, max(i - 8, -1), -1):
             if addr < ends[j]:
                 cu = self._unit(offsets[j])
-                if self._top_usable(cu):
+                if cu is not None and self._top_usable(cu):
                     return cu
         return None
 
     def _cu_of_offset(self, off: int) -> _Cu | None:
+        # a reference mostly points into a unit already made (its own): no walk for it
+        starts = self._cu_starts
+        i = bisect_right(starts, off) - 1
+        if i >= 0:
+            cu = self._cus[starts[i]]
+            if off < cu.end:
+                if cu.ranges is None:
+                    self._cu_top(cu)
+                return cu
         offsets = self._units()
         i = bisect_right(offsets, off) - 1
         if i < 0 or off >= self._headers[offsets[i]][0]:

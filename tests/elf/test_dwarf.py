@@ -333,3 +333,27 @@ def test_dwarf5_index_forms() -> None:
     sub, chain = info.scopes_at(0x1030)
     assert sub.name == "outer" and chain == []
     assert info.scopes_at(0x1040) is None
+
+
+def _answers(info: DwarfInfo, addrs: list[int]) -> list[tuple]:
+    return [(info.line_at(a), repr(info.scopes_at(a))) for a in addrs]
+
+
+@pytest.mark.parametrize("path", BINARIES)
+def test_units_are_found_with_all_some_or_none_listed_in_aranges(path: Path) -> None:
+    """A unit .debug_aranges lists is looked up there, as elfutils does, without walking
+    every unit header; the units it does not list (all of them without it) are found by the
+    walk. The answers do not depend on which way a unit was found."""
+    addrs = sorted(_oracle(path))
+    full = _dwarf(path)
+    expected = _answers(full, addrs)
+    listed = full._aranges()
+    assert listed
+    if path.name == "inline":  # one unit, listed: nothing else to walk for
+        assert full._unit_offsets is None
+    for keep in (lambda units: units[::2], lambda units: []):
+        info = _dwarf(path)
+        partial = {off: listed[off] for off in keep(sorted(listed))}
+        info._aranges = lambda partial=partial: partial
+        assert _answers(info, addrs) == expected
+        assert info._unit_offsets is not None or len(partial) == len(listed)
