@@ -768,17 +768,13 @@ class DwarfInfo:
         # a reference mostly points into a unit already made (its own): no walk for it
         starts = self._cu_starts
         i = bisect_right(starts, off) - 1
-        if i >= 0:
-            cu = self._cus[starts[i]]
-            if off < cu.end:
-                if cu.ranges is None:
-                    self._cu_top(cu)
-                return cu
-        offsets = self._units()
-        i = bisect_right(offsets, off) - 1
-        if i < 0 or off >= self._headers[offsets[i]][0]:
-            return None
-        cu = self._unit(offsets[i])
+        cu = self._cus[starts[i]] if i >= 0 else None
+        if cu is None or off >= cu.end:
+            offsets = self._units()
+            i = bisect_right(offsets, off) - 1
+            if i < 0 or off >= self._headers[offsets[i]][0]:
+                return None
+            cu = self._unit(offsets[i])
         if cu.ranges is None:
             self._cu_top(cu)
         return cu
