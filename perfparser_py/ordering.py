@@ -6,9 +6,15 @@ every buffered event (mmap, task event, sample) in ONE list; a flush stable-sort
 and walks it in order, so events with equal timestamps keep their file order (essential for
 the many time-0 records perf synthesizes for pre-existing processes). At equal timestamps the
 non-sample events are processed before the samples, so a sample sees the state as of its
-time (upstream's observable order). When and how much is flushed follows upstream's byte
-accounting (SEMANTICS §6), which `--print-stats` reports; it only decides *when* events leave
-the queue, never their relative order, except for events that arrive too late.
+time (upstream's observable order) - except at time 0, which means "no timestamp": perf
+synthesizes its time-0 records before any sample, and a sample at time 0 comes from a
+recording without PERF_SAMPLE_TIME (`perf record --per-thread`), whose records perf
+processes in file order. Sorted first, the EXIT at the end of such a file would take the
+process's mappings from its samples (upstream applies the mmaps after the EXIT, SEMANTICS
+§6.4 step 3, and sends the ThreadEnd before the samples). When and how much is flushed
+follows upstream's byte accounting (SEMANTICS §6), which `--print-stats` reports; it only
+decides *when* events leave the queue, never their relative order, except for events that
+arrive too late.
 """
 
 from __future__ import annotations
@@ -59,9 +65,10 @@ class EventQueue:
     def __init__(self, sink, buffer_size: int, max_buffer_size: int) -> None:
         self.sink = sink
         self.stats = Stats()
-        # (time, is_sample, seq, kind, size, event): plain tuple order is the processing order
-        # (samples after the mmaps/task events of the same time, file order otherwise), so
-        # the flush sorts without a key function; seq is unique, events are never compared
+        # (time, sample after the others, seq, kind, size, event): plain tuple order is the
+        # processing order (samples after the mmaps/task events of the same non-zero time,
+        # file order otherwise), so the flush sorts without a key function; seq is unique,
+        # events are never compared
         self._events: list[tuple[int, bool, int, int, int, object]] = []
         self._seq = 0
         self._bytes = 0
@@ -126,7 +133,7 @@ class EventQueue:
         else:
             st.max_time = time  # a time-0 event resets it, as upstream does (SEMANTICS §16)
         seq = self._seq
-        self._events.append((time, is_sample, seq, kind, size, event))
+        self._events.append((time, is_sample and time != 0, seq, kind, size, event))
         self._seq = seq + 1
         n = self._bytes = self._bytes + size
         self._round_bytes += size
@@ -180,7 +187,7 @@ class EventQueue:
         sample = self.sink.sample if self.sink is not None else None
         i = 0
         for i, item in enumerate(events):
-            if not item[1]:
+            if item[3] != SAMPLE:
                 continue
             if self._bytes <= desired:
                 break
@@ -216,7 +223,7 @@ class EventQueue:
 
     def _release(self, item, limit: int) -> None:
         """Hand one event to the sink; returns None so it filters out of the kept list."""
-        time, _is_sample, _seq, kind, size, ev = item
+        time, _after, _seq, kind, size, ev = item
         self._bytes -= size
         self._counts[kind] += 1
         sink = self.sink

@@ -2,7 +2,8 @@
 
 Layout facts from the perf.data format: a 16-byte pipe header, then records
 {type u32, misc u16, size u16, body}; attrs arrive as HEADER_ATTR records. Every record
-carries a sample_id trailer {pid, tid, time} (sample_type TID|TIME, sample_id_all set).
+carries a sample_id trailer {pid, tid, time} (sample_id_all set; the fields sample_type has
+of TID and TIME).
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ class PipeWriter:
         self.out += struct.pack("<IHH", rtype, misc, 8 + len(body)) + body
 
     def _trailer(self, pid: int, tid: int, time: int) -> bytes:
-        return struct.pack("<IIQ", pid & 0xFFFFFFFF, tid & 0xFFFFFFFF, time)
+        """The sample_id trailer: the TID and TIME fields that sample_type selects."""
+        out = b""
+        if self.sample_type & TID:
+            out += struct.pack("<II", pid & 0xFFFFFFFF, tid & 0xFFFFFFFF)
+        if self.sample_type & TIME:
+            out += struct.pack("<Q", time)
+        return out
 
     def comm(self, pid: int, tid: int, name: bytes, time: int, exec_: bool = False) -> None:
         body = struct.pack("<ii", pid, tid) + _pad(name) + self._trailer(pid, tid, time)

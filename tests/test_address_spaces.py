@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpus.expect import decode, run_parser
-from tests.synth import PipeWriter
+from tests.synth import CALLCHAIN, IP, PERIOD, TID, PipeWriter
 
 BASE = 0x555555554000
 LIB = 0x7F0000000000
@@ -89,6 +89,29 @@ def test_real_fork_inherits_then_exec_purges(binaries):
         (201, None, None),
         (200, "parent_work", "parentprog"),
     ]
+
+
+def test_recording_without_timestamps_keeps_file_order(binaries):
+    """`perf record --per-thread` records no TIME: every record is at time 0 and the process's
+    EXIT comes last in the file. Processed in file order, the samples keep their mappings and
+    the ThreadEnd follows them (sorted first, the EXIT took every user symbol away)."""
+    tmp, (child, csyms), _parent = binaries
+    w = PipeWriter(sample_type=IP | TID | CALLCHAIN | PERIOD)
+    w.comm(300, 300, b"childprog", 0, exec_=True)
+    w.mmap2(300, BASE, 0x5000, 0, str(child).encode(), 0)
+    for _ in range(4):
+        w.sample(300, 300, 0, BASE + csyms["child_spin"])
+    w.exit(300, 0)
+    w.finished_round()
+    inp = tmp / "notime.data"
+    inp.write_bytes(w.data())
+    res = run_parser(["--input", str(inp), "--app", str(tmp), "--kallsyms", "/dev/null"],
+                     timeout=60)
+    assert res.returncode == 0, res.stderr.decode()
+    samples, stream = decode(res.stdout)
+    assert [(s.frames[0].sym, s.frames[0].dso) for s in samples] == [("child_spin", "childprog")] * 4
+    kinds = [type(m).__name__ for m in stream.messages if type(m).__name__ in ("Sample", "ThreadEnd")]
+    assert kinds == ["Sample"] * 4 + ["ThreadEnd"]
 
 
 def test_pt_load_with_distinct_offset_deltas(tmp_path):
