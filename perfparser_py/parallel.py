@@ -37,6 +37,7 @@ from .pipeline import (
     enqueue,
     features_arch,
     order_hooks,
+    recorded_frame_count,
 )
 from .source import FileSource
 
@@ -156,7 +157,9 @@ class _Forwarder:
         outcome = None
         if self.mirror:
             spaces = self.spaces
-            outcome = spaces.unwind_outcome(e, spaces.session.process(e.pid))
+            session = spaces.session
+            outcome = spaces.unwind_outcome(e, session.process(e.pid),
+                                            recorded_frame_count(e, session.kernel_range))
         attr = self._attrs.get(id(e.attr))
         if attr is None:
             attr = self._new_attr(e.attr)

@@ -21,8 +21,26 @@ from .perfdata.errors import PerfDataError
 from .perfdata.fast import FusedSample
 from .session import KERNEL_PID, MISC_COMM_EXEC, Mapping, Session, is_special
 from .symbolize import Symbolizer
+from .unwind.framepointer import callchain_frames
 
 CPUMODE_MASK, CPUMODE_USER = 7, 2
+
+
+def ip_is_user(misc: int, in_kernel: bool) -> bool:
+    """Whether a sample's ip is a user-space address: its cpu mode says so, or says nothing
+    and the ip lies outside the kernel's mapping."""
+    cpumode = misc & CPUMODE_MASK
+    return cpumode == CPUMODE_USER or (cpumode == 0 and not in_kernel)
+
+
+def recorded_frame_count(e, kernel_range: tuple[int, int]) -> int:
+    """How many frames a full sample's recorded call chain and branch stack give (what
+    Sink._recorded_frames resolves), without resolving them."""
+    if not (e.callchain or e.branch_stack):
+        return 0
+    klo, khi = kernel_range
+    return len(callchain_frames(e.callchain, e.ip, ip_is_user(e.misc, klo <= e.ip < khi),
+                                e.branch_stack))
 TRACEPOINT = 2
 _UNWIND_HERE = object()  # Sink.full_sample: no outcome given
 
@@ -81,14 +99,22 @@ class Spaces:
             if e.misc & MISC_COMM_EXEC and e.pid == e.tid:
                 self.session.exec(e.pid)
 
-    def unwind_outcome(self, e, proc):
+    def unwind_outcome(self, e, proc, recorded: int):
         """What DWARF unwinding of a full SampleEvent gives: None when it has no user stack,
         False when its architecture cannot be unwound, else (lookup addresses leaf first,
-        index of the first guessed one)."""
+        index of the first guessed one). `recorded`: how many frames the sample has already
+        (recorded_frame_count)."""
         if not (e.regs_abi and e.stack is not None and len(e.stack)):
             return None
         if not self.unwindable:
             return False
+        limit = self.options.max_frames
+        if limit != -1:
+            # One frame list per sample, as upstream's: unwinding stops once more than
+            # --max-frames frames exist, the recorded kernel frames included (SEMANTICS §11.3)
+            limit -= recorded
+            if limit < 0:
+                return [], 0
         if self.unwinder is None:
             # imported here: frame-pointer and LBR recordings never need the unwinder
             from .elf.cfi import Cfi
@@ -101,7 +127,7 @@ class Spaces:
         if module_at is None:  # one per process: made per sample, it was ~1 % of a DWARF run
             module_at = proc.module_at = self._module_lookup(proc.space)
         return self.unwinder[0](self.arch, e.regs_abi, e.regs, e.attr.sample_regs_user, e.stack,
-                                module_at, proc.history, self.options.max_frames,
+                                module_at, proc.history, limit,
                                 self.session.kernel_range, proc.unwind_steps)
 
     def _module_lookup(self, space):
@@ -247,10 +273,8 @@ class Sink(Spaces):
         in_kernel = klo <= ip < khi
         if not (callchain or branch_stack):
             return [], in_kernel
-        cpumode = misc & CPUMODE_MASK
-        ip_is_user = cpumode == CPUMODE_USER or (cpumode == 0 and not in_kernel)
         return sym.callchain(proc, session.kernel, session.kernel_generation, callchain, ip,
-                             ip_is_user, branch_stack), in_kernel
+                             ip_is_user(misc, in_kernel), branch_stack), in_kernel
 
     def _ip_frame(self, proc, ip: int, in_kernel: bool) -> int:
         """The only frame of a sample without a stack: its ip."""
@@ -264,7 +288,7 @@ class Sink(Spaces):
         ip = e.ip
         frames, in_kernel = self._recorded_frames(proc, ip, e.callchain, e.branch_stack, e.misc)
         if outcome is _UNWIND_HERE:
-            outcome = self.unwind_outcome(e, proc)
+            outcome = self.unwind_outcome(e, proc, len(frames))
         guessed = 0
         if outcome is False:
             if not self._arch_warned:
