@@ -266,6 +266,8 @@ class ElfFinder:
             hexid = image.build_id.hex()
             rel = f".build-id/{hexid[:2]}/{hexid[2:]}.debug"
             dirs = [d for d in self._debug_dirs() if d.startswith("/")]
+            # the system's debug packages too, whatever --debug says, as perf report does
+            # (expected_differences 8); the build id decides, so only the right file matches
             for d in [*dirs, "/usr/lib/debug"]:
                 debug = self._open_debug(os.path.join(d, rel), image, main_real)
                 if debug is not None:
