@@ -36,6 +36,10 @@ _F32 = struct.Struct("<f")
 _FLUSH_AT = 1 << 16
 
 
+class OutputError(Exception):
+    """The stream could not be written (ENOSPC, EIO, ...); the message is the system's."""
+
+
 class ProtocolError(Exception):
     """The bytes are not a valid QPERFSTREAM (in the requested flavour)."""
 
@@ -790,18 +794,25 @@ class StreamWriter:
         self._put(self._debuginfo_progress, (module, url, numerator, denominator))
 
     def flush(self) -> None:
-        if self._buf:
-            view = memoryview(self._buf)
-            while view:  # a pipe whose reader left takes a partial write; the rest raises EPIPE
-                n = self.out.write(view)
-                if not n:
-                    break
-                view = view[n:]
-            view.release()
-            self._buf = bytearray()
-        flush = getattr(self.out, "flush", None)
-        if flush is not None:
-            flush()
+        """Write out what is buffered; OutputError when the output cannot take it (a full
+        disk); BrokenPipeError as it is (the reader left: cli ends quietly)."""
+        try:
+            if self._buf:
+                view = memoryview(self._buf)
+                while view:  # a pipe whose reader left takes a partial write, then EPIPE
+                    n = self.out.write(view)
+                    if not n:
+                        break
+                    view = view[n:]
+                view.release()
+                self._buf = bytearray()
+            flush = getattr(self.out, "flush", None)
+            if flush is not None:
+                flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise OutputError(err.strerror or str(err)) from None
 
 
 # -------------------------------------------------------------------------------- reader

@@ -66,6 +66,16 @@ def test_unwritable_output_exits_2_with_a_message(tmp_path):
     assert b"cannot open output file" in res.stderr
 
 
+@pytest.mark.parametrize("split", ["0", "1"])
+def test_a_full_disk_exits_2_with_one_line(split, monkeypatch):
+    """Writing fails mid-run (ENOSPC): a clear line and the unwritable-output code, not an
+    internal error; in a split run too (the reading process must not outlive it)."""
+    monkeypatch.setenv("PERFPARSER_PY_SPLIT", split)
+    res = run_parser(["--input", str(FP), "--output", "/dev/full"], timeout=60)
+    assert res.returncode == 2
+    assert res.stderr == b"perfparser: cannot write the output: No space left on device\n"
+
+
 def test_equals_syntax_last_value_wins_and_positionals_ignored(tmp_path):
     out = tmp_path / "out"
     res = run_parser(["ignored", f"--input={tmp_path / 'missing'}", "--input", str(FP),
