@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from perfparser_py.protocol import HEADER
-from tests.corpus.expect import CORPUS, run_parser
+from tests.corpus.expect import CORPUS, decode, run_parser
 
 FP = CORPUS / "recorded" / "fp" / "perf.data"
 GOLDEN = CORPUS.parent / "spec" / "golden"
@@ -74,6 +74,20 @@ def test_a_full_disk_exits_2_with_one_line(split, monkeypatch):
     res = run_parser(["--input", str(FP), "--output", "/dev/full"], timeout=60)
     assert res.returncode == 2
     assert res.stderr == b"perfparser: cannot write the output: No space left on device\n"
+
+
+def test_a_file_cut_in_its_feature_sections_warns_once(tmp_path):
+    """perf writes the feature sections after the data: a copy cut there keeps every sample;
+    one line names the features lost (one per feature was noise), the run succeeds."""
+    data = FP.read_bytes()
+    cut = tmp_path / "cut.data"
+    cut.write_bytes(data[:-1000])
+    res = run_parser(["--input", str(cut), "--app", str(FP.parent)])
+    assert res.returncode == 0
+    assert res.stderr.startswith(b"perfparser: the file ends before its feature sections ")
+    assert res.stderr.count(b"\n") == 1
+    full = run_parser(["--input", str(FP), "--app", str(FP.parent)])
+    assert len(decode(res.stdout)[0]) == len(decode(full.stdout)[0]) > 0
 
 
 def test_equals_syntax_last_value_wins_and_positionals_ignored(tmp_path):

@@ -143,20 +143,23 @@ def parse_features(buf, bits: list[int], table_offset: int, big_endian: bool) ->
     f = Features()
     structs = feature_structs(big_endian)
     sec = h.section_struct(big_endian)
+    cut: list[int] = []  # features a file cut short lost: one warning names them all
     for n, bit in enumerate(bits):
         if bit > h.LAST_FEATURE:
             break
         at = table_offset + 16 * n
         if at + 16 > len(buf):
-            print(f"feature section table beyond the end of the file (feature {bit})",
-                  file=sys.stderr)
+            # the table follows the data section: cut before it, the data is cut too, and the
+            # reader's error about that says what happened
+            if table_offset <= len(buf):
+                cut.extend(b for b in bits[n:] if b <= h.LAST_FEATURE)
             break
         s = sec.parse(bytes(buf[at:at + 16]))
         if s.size == 0:
             print(f"Feature announced in header but not present: {bit}", file=sys.stderr)
             continue
         if s.offset + s.size > len(buf):
-            print(f"feature {bit} lies beyond the end of the file", file=sys.stderr)
+            cut.append(bit)
             continue
         data = bytes(buf[s.offset:s.offset + s.size])
         if bit == h.FEAT_TRACING_DATA:
@@ -167,4 +170,7 @@ def parse_features(buf, bits: list[int], table_offset: int, big_endian: bool) ->
             except Exception as exc:  # construct's many error types: one bad feature is skipped
                 print(f"feature {bit} not properly read: {str(exc).splitlines()[0]}",
                       file=sys.stderr)
+    if cut:
+        print("perfparser: the file ends before its feature sections "
+              f"{', '.join(map(str, cut))}: they are ignored", file=sys.stderr)
     return f
