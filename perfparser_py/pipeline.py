@@ -24,6 +24,8 @@ from .symbolize import Symbolizer
 from .unwind.framepointer import callchain_frames
 
 CPUMODE_MASK, CPUMODE_USER = 7, 2
+TRACEPOINT = 2
+_UNWIND_HERE = object()  # Sink.full_sample: no outcome given
 
 
 def ip_is_user(misc: int, in_kernel: bool) -> bool:
@@ -41,8 +43,6 @@ def recorded_frame_count(e, kernel_range: tuple[int, int]) -> int:
     klo, khi = kernel_range
     return len(callchain_frames(e.callchain, e.ip, ip_is_user(e.misc, klo <= e.ip < khi),
                                 e.branch_stack))
-TRACEPOINT = 2
-_UNWIND_HERE = object()  # Sink.full_sample: no outcome given
 
 
 class Spaces:
