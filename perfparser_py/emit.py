@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from .protocol import StreamWriter
 
-# Location key: (address, rel_addr, file, pid, line, column, module). The parent is not part
-# of the key (PROTOCOL §4): a later resolve with another parent reuses the first id. Unlike
-# upstream, the module (recorded path's string id) is: after an exec, the same address in
-# the same pid is another function and must not inherit the old location's symbol.
-LocationKey = tuple[int, int, int, int, int, int, int]
+# Location key: (address, rel_addr, file, pid, line, column, module, scope). The parent is
+# not part of the key (PROTOCOL §4): a later resolve with another parent reuses the first id.
+# Unlike upstream, the module (recorded path's string id) is: after an exec, the same address
+# in the same pid is another function and must not inherit the old location's symbol. So is
+# the DWARF scope (DIE offset) a function or inline location stands for: two inlined copies
+# without an entry address (LLVM's), or two instantiations of one template whose code is
+# split in hot and cold parts, share address 0, file and line, and must not share a parent
+# chain or a name. Neither is sent: the messages stay upstream's.
+LocationKey = tuple[int, int, int, int, int, int, int, int]
 
 
 class Emitter:
@@ -52,8 +56,9 @@ class Emitter:
         column: int,
         parent: int,
         module: int = -1,
+        scope: int = -1,
     ) -> int:
-        key = (address, rel_addr, file, pid, line, column, module)
+        key = (address, rel_addr, file, pid, line, column, module, scope)
         lid = self._locations.get(key)
         if lid is None:
             has_symbol = self._has_symbol

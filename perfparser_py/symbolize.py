@@ -159,7 +159,7 @@ class Symbolizer:
         fn_addr = ip - (x - start)
         file = -1
         line = column = 0
-        fn_file, fn_line, fn_column = -1, 0, 0
+        fn_file, fn_line, fn_column, fn_scope = -1, 0, 0, -1
         parent = -1
         dwarf = self._dwarf_for(image)
         if dwarf is not None:
@@ -175,14 +175,16 @@ class Symbolizer:
                     name = inner.name
                 fn_addr = bias + (inner.entry_pc or 0)
                 fn_file = emit.string(inner.decl_file)
-                fn_line, fn_column = inner.decl_line, inner.decl_column
-                parent = emit.existing_location((fn_addr, 0, fn_file, pid, fn_line, fn_column, path))
+                fn_line, fn_column, fn_scope = inner.decl_line, inner.decl_column, inner.die_offset
+                parent = emit.existing_location((fn_addr, 0, fn_file, pid, fn_line, fn_column, path,
+                                                 fn_scope))
                 if inlined and (parent == -1 or not emit.has_symbol(parent)):
                     parent = self._inline_chain(
                         sub, inlined, bias, x, pid, sym, binary, path, is_kernel, actual
                     )
         if parent == -1:
-            parent = emit.location(fn_addr, 0, fn_file, pid, fn_line, fn_column, -1, path)
+            parent = emit.location(fn_addr, 0, fn_file, pid, fn_line, fn_column, -1, path,
+                                   fn_scope)
         if not emit.has_symbol(parent):
             emit.symbol(parent, emit.string(name), binary, path, is_kernel, start, size, actual,
                         False)
@@ -194,15 +196,15 @@ class Symbolizer:
         _, start, size = sym
         entry = bias + (sub.entry_pc or 0)
         loc = emit.location(entry, rel, emit.string(sub.decl_file), pid, sub.decl_line,
-                            sub.decl_column, -1, path)
+                            sub.decl_column, -1, path, sub.die_offset)
         emit.symbol(loc, emit.string(sub.name or sym[0]), binary, path, is_kernel, start, size,
                     actual, False)
         for scope in inlined:
             entry = bias + (scope.entry_pc or 0)
             site = emit.location(entry, 0, emit.string(scope.call_file), pid, scope.call_line,
-                                 scope.call_column, loc, path)
+                                 scope.call_column, loc, path, scope.die_offset)
             loc = emit.location(entry, rel, emit.string(scope.decl_file), pid, scope.decl_line,
-                                scope.decl_column, site, path)
+                                scope.decl_column, site, path, scope.die_offset)
             emit.symbol(loc, emit.string(scope.name), binary, path, is_kernel, start, size,
                         actual, True)
         return loc
