@@ -255,8 +255,9 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # a bug of ours: one clear line, never a traceback for users
-        protocol = sys.modules.get("perfparser_py.protocol")
-        if protocol is not None and isinstance(err, protocol.OutputError):
+        from .protocol import OutputError
+
+        if isinstance(err, OutputError):
             _error(f"cannot write the output: {err}")
             return CANNOT_OPEN
         if os.environ.get("PERFPARSER_TRACEBACK"):

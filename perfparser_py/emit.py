@@ -14,9 +14,8 @@ from .protocol import StreamWriter
 # Unlike upstream, the module (recorded path's string id) is: after an exec, the same address
 # in the same pid is another function and must not inherit the old location's symbol. So is
 # the DWARF scope (DIE offset) a function or inline location stands for: two inlined copies
-# without an entry address (LLVM's), or two instantiations of one template whose code is
-# split in hot and cold parts, share address 0, file and line, and must not share a parent
-# chain or a name. Neither is sent: the messages stay upstream's.
+# without an entry pc (LLVM's) have address 0 and the same declaration and call site, and
+# must not share a parent chain. Neither is sent: the messages stay upstream's.
 LocationKey = tuple[int, int, int, int, int, int, int, int]
 
 
@@ -67,8 +66,11 @@ class Emitter:
             self.writer.location(lid, address, file, pid, line, column, parent, rel_addr)
         return lid
 
-    def existing_location(self, key: LocationKey) -> int:
-        return self._locations.get(key, -1)
+    def existing_location(self, address: int, rel_addr: int, file: int, pid: int, line: int,
+                          column: int, module: int = -1, scope: int = -1) -> int:
+        """The id location() gave these values, or -1 (nothing is defined)."""
+        return self._locations.get((address, rel_addr, file, pid, line, column, module, scope),
+                                   -1)
 
     def has_symbol(self, location_id: int) -> bool:
         return self._has_symbol[location_id]

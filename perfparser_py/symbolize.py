@@ -176,8 +176,8 @@ class Symbolizer:
                 fn_addr = bias + (inner.entry_pc or 0)
                 fn_file = emit.string(inner.decl_file)
                 fn_line, fn_column, fn_scope = inner.decl_line, inner.decl_column, inner.die_offset
-                parent = emit.existing_location((fn_addr, 0, fn_file, pid, fn_line, fn_column, path,
-                                                 fn_scope))
+                parent = emit.existing_location(fn_addr, 0, fn_file, pid, fn_line, fn_column, path,
+                                                fn_scope)
                 if inlined and (parent == -1 or not emit.has_symbol(parent)):
                     parent = self._inline_chain(
                         sub, inlined, bias, x, pid, sym, binary, path, is_kernel, actual

@@ -678,10 +678,8 @@ class DwarfInfo:
         listed there keeps its unit DIE undecoded until an address falls into it, and the
         walk over every unit header (_units) is left to what aranges does not answer."""
         if self._index is None:
-            entries = sorted((lo, hi, off) for off, listed in self._aranges().items()
-                             for lo, hi in listed)
-            self._index = ([e[0] for e in entries], [e[1] for e in entries],
-                           [e[2] for e in entries])
+            self._index = _range_index([(lo, hi, off) for off, listed in self._aranges().items()
+                                        for lo, hi in listed])
         return self._index
 
     def _unlisted(self) -> tuple[list[int], list[int], list[int]]:
@@ -695,9 +693,7 @@ class DwarfInfo:
                     cu = self._unit(off)
                     if cu is not None and self._top_usable(cu):
                         entries.extend((lo, hi, off) for lo, hi in cu.ranges)
-            entries.sort()
-            self._unlisted_index = ([e[0] for e in entries], [e[1] for e in entries],
-                                    [e[2] for e in entries])
+            self._unlisted_index = _range_index(entries)
         return self._unlisted_index
 
     def _top_usable(self, cu: _Cu) -> bool:
@@ -1416,6 +1412,12 @@ def _special_steps(opcode_base: int, line_range: int, min_inst: int,
     specials = range(opcode_base, 256)
     return ([0] * opcode_base + [min_inst * ((op - opcode_base) // line_range) for op in specials],
             [0] * opcode_base + [line_base + (op - opcode_base) % line_range for op in specials])
+
+
+def _range_index(entries: list[tuple[int, int, int]]) -> tuple[list[int], list[int], list[int]]:
+    """(starts, ends, unit offsets) of (lo, hi, unit offset) entries, ordered by start."""
+    entries.sort()
+    return [e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries]
 
 
 def _pack_scope(s: Scope) -> tuple:
