@@ -118,14 +118,14 @@ class EventQueue:
         else:
             self._round_tasks += 1
             size = TASK_EVENT_SIZE
-        self._push(time, False, kind, size, event)
+        self._push(time, kind, size, event)
 
     def add_sample(self, time: int, size: int, event) -> None:
         self.stats.samples += 1
         self._round_samples += 1
-        self._push(time, True, SAMPLE, size, event)
+        self._push(time, SAMPLE, size, event)
 
-    def _push(self, time: int, is_sample: bool, kind: int, size: int, event) -> None:
+    def _push(self, time: int, kind: int, size: int, event) -> None:
         st = self.stats
         if time != 0 and time < st.max_time:
             if st.max_time - time > st.max_reorder_time:
@@ -133,7 +133,7 @@ class EventQueue:
         else:
             st.max_time = time  # a time-0 event resets it, as upstream does (SEMANTICS §16)
         seq = self._seq
-        self._events.append((time, is_sample and time != 0, seq, kind, size, event))
+        self._events.append((time, kind == SAMPLE and time != 0, seq, kind, size, event))
         self._seq = seq + 1
         n = self._bytes = self._bytes + size
         self._round_bytes += size
