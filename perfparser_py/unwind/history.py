@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left
-
 # Write sets held back per History before they are applied anyway: bounds their memory.
 MAX_PENDING = 1024
 
@@ -18,9 +16,8 @@ class History(dict):
     := values[i], keyed by (base, id(offsets)) - the entry keeps `offsets` alive, so equal
     keys mean equal address sets. A write of an address set that is already pending
     overwrites every word of the earlier write: that one is dropped and the new one goes to
-    the end. `word()` reads through them (the newest pending write of an address wins, then
-    the dict); `settle()` applies them in order. Either gives every word as writing it at
-    once would have.
+    the end. `settle()` applies them in order, and `word()` settles before it reads, so every
+    word is as writing it at once would have given it.
     """
 
     __slots__ = ("pending",)
@@ -36,14 +33,16 @@ class History(dict):
         self.pending[key] = (base, offsets, values)
 
     def word(self, addr: int) -> int | None:
-        """The word at `addr`, as settle() and then get() would give it (pending offsets are
-        in ascending order)."""
-        for base, offsets, values in reversed(self.pending.values()):
-            rel = addr - base
-            if offsets[0] <= rel <= offsets[-1]:
-                i = bisect_left(offsets, rel)
-                if offsets[i] == rel:
-                    return values[i]
+        """The word at `addr`, as settle() and then get() would give it.
+
+        It settles first: scanning the pending sets instead costs O(pending) per read, and
+        real programs' stacks are deeper than the sample copy, so most of their frames read
+        here (sqlite3: 60 % of the run). Settling applies each write at most once, which is
+        never more work than writing eagerly would have been, and the rare-read case that
+        made writes lazy keeps its saving.
+        """
+        if self.pending:
+            self.settle()
         return self.get(addr)
 
     def bound(self) -> None:
