@@ -206,7 +206,10 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
         sys.stdout.write(usage())
         return NO_ERROR
     if values.get("version"):
-        sys.stdout.write(f"perfparser {APP_VERSION}\n")
+        from . import compiled_core
+
+        core = "compiled" if compiled_core() else "interpreted"
+        sys.stdout.write(f"perfparser {APP_VERSION}\nperfparser-py core: {core}\n")
         return NO_ERROR
 
     out_path = values.get("output")
