@@ -20,6 +20,13 @@ COMPILED = [
     "perfparser_py/elf/leb128.py",
     "perfparser_py/elf/dwarf.py",
     "perfparser_py/perfdata/fast.py",
+    "perfparser_py/perfdata/reader.py",
+    "perfparser_py/session.py",
+    "perfparser_py/symbolize.py",
+    "perfparser_py/pipeline.py",
+    "perfparser_py/ordering.py",
+    "perfparser_py/protocol.py",
+    "perfparser_py/emit.py",
 ]
 
 # annotation_typing off: the .py annotations are documentation (`regs: tuple[int, ...]`,

@@ -31,7 +31,7 @@ class CfiError(Exception):
 class Row:
     """The unwind rules valid for the addresses [lo, hi) of one FDE."""
 
-    __slots__ = ("cfa", "regs", "ra", "signal", "lo", "hi")
+    __slots__ = ("cfa", "regs", "ra", "signal", "lo", "hi", "compiled")
 
     def __init__(self, cfa: tuple, regs: dict[int, tuple], ra: int, signal: bool,
                  lo: int, hi: int) -> None:
@@ -41,6 +41,9 @@ class Row:
         self.signal = signal
         self.lo = lo
         self.hi = hi
+        # the unwinder's form of the row (unwind.dwarf._compile), made once: a real program's
+        # samples hit several addresses of a row (cc1plus: 5 per row)
+        self.compiled: tuple | None = None
 
     def __repr__(self) -> str:
         return (f"Row({self.lo:#x}-{self.hi:#x} cfa={self.cfa} regs={self.regs} "

@@ -1,0 +1,9 @@
+# C types of history.py when compiled (setup.py); the .py stays the source of truth.
+
+cdef class History(dict):
+    cdef public dict pending
+
+    cpdef write(self, object base, object offsets, object values)
+    cpdef object word(self, object addr)
+    cpdef bound(self)
+    cpdef settle(self)
