@@ -1,33 +1,20 @@
 """Build of perfparser-py: compiles the hot modules with Cython (DESIGN.md decision 11).
 
-The modules stay plain .py files (pure-Python mode: their C types live in .pxd files beside
-them), so a machine where the compile fails still gets a working, interpreted install: each
-extension that does not build is left out with one warning, and the .py runs instead.
-`perfparser --version` says which one runs; PERFPARSER_PY_PURE=1 picks the .py files anyway.
+The modules (pyproject.toml's [tool.perfparser-py] compiled) stay plain .py files in Cython's
+pure-Python mode, their C types in .pxd files beside them, so a machine where a module does
+not compile still gets a working install: that module is left out with one warning and its
+.py runs instead. `perfparser --version` says which core runs; PERFPARSER_PY_PURE=1 picks the
+.py files anyway.
 """
 
+import glob
+import os
 import sys
+import tomllib
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 from setuptools.errors import CCompilerError, CompileError, ExecError, LinkError, PlatformError
-
-# the per-sample and per-DIE loops of the real-world profile (issue 19)
-COMPILED = [
-    "perfparser_py/unwind/dwarf.py",
-    "perfparser_py/unwind/history.py",
-    "perfparser_py/elf/cfi.py",
-    "perfparser_py/elf/leb128.py",
-    "perfparser_py/elf/dwarf.py",
-    "perfparser_py/perfdata/fast.py",
-    "perfparser_py/perfdata/reader.py",
-    "perfparser_py/session.py",
-    "perfparser_py/symbolize.py",
-    "perfparser_py/pipeline.py",
-    "perfparser_py/ordering.py",
-    "perfparser_py/protocol.py",
-    "perfparser_py/emit.py",
-]
 
 # annotation_typing off: the .py annotations are documentation (`regs: tuple[int, ...]`,
 # `data: bytes` given a memoryview), and must not become type checks the interpreted code
@@ -38,6 +25,14 @@ DIRECTIVES = {"language_level": 3, "annotation_typing": False}
 _BUILD_ERRORS = (CCompilerError, CompileError, ExecError, LinkError, PlatformError, OSError)
 
 
+def _skipped(name: str, err: object, stem: str | None = None) -> None:
+    print(f"perfparser-py: not compiling {name} ({err}); it runs interpreted", file=sys.stderr)
+    if stem is not None:
+        # an extension built in place earlier would shadow the .py with old code
+        for old in glob.glob(f"{stem}.*.so"):
+            os.remove(old)
+
+
 class OptionalBuildExt(build_ext):
     """build_ext that leaves out an extension it cannot build (no C compiler, no Python
     headers) instead of failing the install."""
@@ -46,27 +41,31 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except _BUILD_ERRORS as err:
-            self._skipped("all", err)
+            _skipped("the core", err)
 
     def build_extension(self, ext) -> None:
         try:
             super().build_extension(ext)
         except _BUILD_ERRORS as err:
-            self._skipped(ext.name, err)
-
-    @staticmethod
-    def _skipped(name: str, err: Exception) -> None:
-        print(f"perfparser-py: not compiling {name} ({err}); it runs interpreted",
-              file=sys.stderr)
+            _skipped(ext.name, err, ext.name.replace(".", "/") if self.inplace else None)
 
 
 def _extensions() -> list:
+    with open("pyproject.toml", "rb") as f:
+        modules = tomllib.load(f)["tool"]["perfparser-py"]["compiled"]
     try:
         from Cython.Build import cythonize
-    except ImportError:  # a build without its build requirements: interpreted
-        print("perfparser-py: Cython is missing; the core runs interpreted", file=sys.stderr)
+        from Cython.Compiler.Errors import CompileError as CythonError
+    except ImportError as err:  # a build without its build requirements
+        _skipped("the core", err)
         return []
-    return cythonize(COMPILED, compiler_directives=DIRECTIVES, quiet=True)
+    found = []
+    for module in modules:  # one at a time: a module Cython rejects stays interpreted alone
+        try:
+            found += cythonize([module], compiler_directives=DIRECTIVES, quiet=True)
+        except CythonError as err:
+            _skipped(module, err, module.removesuffix(".py"))
+    return found
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
