@@ -387,21 +387,14 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
     ca = c.code_align
     da = c.data_align
     stack: list[tuple[tuple, dict]] = []
-
-    def advance(delta: int) -> None:
-        nonlocal loc
-        if out is not None:
-            if len(out) >= _MAX_ROWS:
-                raise CfiError("too many rows")
-            out.append((loc, cfa, dict(regs)))
-        loc += delta * ca
-
+    # an advance: the row so far ends at `loc` (_snapshot), the next starts delta * ca later
     while pos < end:
         op = d[pos]
         pos += 1
         hi2 = op & 0xC0
         if hi2 == 0x40:  # advance_loc
-            advance(op & 0x3F)
+            _snapshot(out, loc, cfa, regs)
+            loc += (op & 0x3F) * ca
         elif hi2 == 0x80:  # offset
             off, pos = uleb(d, pos)
             regs[op & 0x3F] = (OFFSET, off * da)
@@ -421,13 +414,16 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
                 out.append((loc, cfa, dict(regs)))
             loc = new
         elif op == 0x02:
-            advance(d[pos])
+            _snapshot(out, loc, cfa, regs)
+            loc += d[pos] * ca
             pos += 1
         elif op == 0x03:
-            advance(struct.unpack_from(e + "H", d, pos)[0])
+            _snapshot(out, loc, cfa, regs)
+            loc += struct.unpack_from(e + "H", d, pos)[0] * ca
             pos += 2
         elif op == 0x04:
-            advance(struct.unpack_from(e + "I", d, pos)[0])
+            _snapshot(out, loc, cfa, regs)
+            loc += struct.unpack_from(e + "I", d, pos)[0] * ca
             pos += 4
         elif op == 0x05 or op == 0x14:  # offset_extended, val_offset
             reg, pos = uleb(d, pos)
@@ -503,6 +499,14 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
     if out is not None:
         out.append((loc, cfa, regs))
     return cfa, regs
+
+
+def _snapshot(out: list | None, loc: int, cfa: tuple, regs: dict[int, tuple]) -> None:
+    """The row that ends at an advance of the location, unless the CIE's instructions run."""
+    if out is not None:
+        if len(out) >= _MAX_ROWS:
+            raise CfiError("too many rows")
+        out.append((loc, cfa, dict(regs)))
 
 
 def _restore(regs: dict[int, tuple], initial: dict[int, tuple] | None, reg: int) -> None:
