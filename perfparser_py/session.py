@@ -97,6 +97,16 @@ class AddressSpace:
             i -= 1
         return start
 
+    def has_image(self, start: int, end: int) -> bool:
+        """Whether a mapping with an ELF image overlaps [start, end)."""
+        maps = self._maps
+        i = max(bisect.bisect_right(self._starts, start) - 1, 0)
+        while i < len(maps) and maps[i].start < end:
+            if maps[i].end > start and maps[i].image is not None:
+                return True
+            i += 1
+        return False
+
     def insert(self, new: Mapping) -> bool:
         """Insert `new`, cutting what it overlaps. Returns True if anything was replaced."""
         maps, starts = self._maps, self._starts
@@ -189,7 +199,11 @@ class Session:
         if mapping.image is not None and proc.first_image is None:
             proc.first_image = mapping.image
         proc.chains = {}  # replaced, never cleared in place (Sink.numbered_sample)
-        proc.unwind_steps.clear()
+        if mapping.image is not None or proc.space.has_image(mapping.start, mapping.end):
+            # the unwinder's caches hold what its module lookups answered, and only mappings
+            # with an ELF image answer them: a data mapping over data or nothing changes no
+            # answer (cc1plus maps ~150 of them, each clearing what its samples had built)
+            proc.unwind_steps.clear()
         proc.unwound.clear()
         if pid == KERNEL_PID:
             self.kernel_generation += 1
