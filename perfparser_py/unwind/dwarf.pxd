@@ -28,7 +28,9 @@ cdef class _Memory:
     cdef public History history
     cdef public list frames
 
+    @cython.locals(mod=tuple)
     cpdef object read(self, object addr)
+    @cython.locals(new=dict)
     cpdef object step(self, dict regs, tuple step)
     cpdef object fallback(self, dict regs)
     cpdef object eval(self, object expr, dict regs, object push)
