@@ -17,7 +17,8 @@ if _os.environ.get("PERFPARSER_PY_PURE") == "1":
     from importlib.machinery import FileFinder as _FileFinder
 
     # the import system asks the finder cached per directory: one without extension modules
-    for _dir in (__path__[0], *(_os.path.join(__path__[0], s) for s in ("elf", "perfdata", "unwind"))):
+    _here = __path__[0]
+    for _dir in (_here, *(_os.path.join(_here, sub) for sub in ("elf", "perfdata", "unwind"))):
         _sys.path_importer_cache[_dir] = _FileFinder(
             _dir, (SourceFileLoader, SOURCE_SUFFIXES), (SourcelessFileLoader, BYTECODE_SUFFIXES))
 

@@ -87,13 +87,18 @@ PROGRAM = r"""
 #include <sstream>
 #include <string>
 #include <vector>
-template <typename K, typename V> std::map<K, std::vector<V>> group(const std::vector<std::pair<K, V>>& in) {
+template <typename K, typename V>
+std::map<K, std::vector<V>> group(const std::vector<std::pair<K, V>>& in) {
     std::map<K, std::vector<V>> out;
     for (auto& [k, v] : in) out[k].push_back(v);
     return out;
 }
 struct Shape { virtual ~Shape() = default; virtual double area() const = 0; };
-struct Circle : Shape { double r; explicit Circle(double r) : r(r) {} double area() const override { return 3.14 * r * r; } };
+struct Circle : Shape {
+    double r;
+    explicit Circle(double r) : r(r) {}
+    double area() const override { return 3.14 * r * r; }
+};
 int main() {
     std::vector<std::unique_ptr<Shape>> shapes;
     for (int i = 0; i < 100; ++i) shapes.push_back(std::make_unique<Circle>(i));
