@@ -51,5 +51,5 @@ cpdef _snapshot(list out, object loc, tuple cfa, dict regs)
 
 cpdef _restore(dict regs, dict initial, object reg)
 
-@cython.locals(snaps=list, starts=list, rows=list)
+@cython.locals(snaps=list, starts=list, ends=list, rows=list)
 cpdef tuple _decode_fde(_Frames frames, object off)

@@ -308,7 +308,7 @@ class Cfi:
         self._eh = eh
         self._hdr = hdr
         self._debug = debug
-        self._fdes: dict[tuple[int, int], tuple[list[int], list[Row]]] = {}
+        self._fdes: dict[tuple[int, int], tuple[list[int], list[int], list, _Cie]] = {}
         self._rows: dict[int, Row | None] = {}
 
     @staticmethod
@@ -370,11 +370,14 @@ class Cfi:
                 self._fdes[key] = decoded
         except (CfiError, IndexError, struct.error, ValueError):
             return None
-        starts, rows = decoded
+        starts, ends, rows, c = decoded
         i = bisect_right(starts, pc) - 1
-        if i < 0 or pc >= rows[i].hi:
+        if i < 0 or pc >= ends[i]:
             return None
-        return rows[i]
+        row = rows[i]
+        if type(row) is tuple:  # made on first use: most rows of an FDE are never asked for
+            row = rows[i] = Row(row[0], row[1], c.ra, c.signal, starts[i], ends[i])
+        return row
 
 
 def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
@@ -516,8 +519,9 @@ def _restore(regs: dict[int, tuple], initial: dict[int, tuple] | None, reg: int)
         regs.pop(reg, None)
 
 
-def _decode_fde(frames: _Frames, off: int) -> tuple[list[int], list[Row]]:
-    """All rows of one FDE: (sorted row start addresses, rows)."""
+def _decode_fde(frames: _Frames, off: int) -> tuple[list[int], list[int], list, _Cie]:
+    """All rows of one FDE: (sorted row start addresses, their end addresses, their rules as
+    (cfa, regs) for Cfi._lookup to make the Row of, the CIE)."""
     c, begin, stop, pos, end = frames.fde(off)
     if c.initial is None:
         ipos, iend = c.init
@@ -526,12 +530,14 @@ def _decode_fde(frames: _Frames, off: int) -> tuple[list[int], list[Row]]:
     snaps: list[tuple[int, tuple, dict]] = []
     _run(frames, c, pos, end, begin, cfa, dict(regs), regs, snaps)
     starts: list[int] = []
-    rows: list[Row] = []
+    ends: list[int] = []
+    rows: list[tuple | Row] = []
     for i, (loc, rcfa, rregs) in enumerate(snaps):
         nxt = snaps[i + 1][0] if i + 1 < len(snaps) else stop
         hi = min(nxt, stop)
         if hi <= loc or (starts and loc < starts[-1]):
             continue  # empty or out-of-order (set_loc backwards) row
         starts.append(loc)
-        rows.append(Row(rcfa, rregs, c.ra, c.signal, loc, hi))
-    return starts, rows
+        ends.append(hi)
+        rows.append((rcfa, rregs))
+    return starts, ends, rows, c
