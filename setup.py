@@ -37,6 +37,11 @@ class OptionalBuildExt(build_ext):
     """build_ext that leaves out an extension it cannot build (no C compiler, no Python
     headers) instead of failing the install."""
 
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if self.parallel is None:  # 13 modules, some large: use the cores a build has
+            self.parallel = os.cpu_count() or 1
+
     def run(self) -> None:
         try:
             super().run()
