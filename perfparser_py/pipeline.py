@@ -79,7 +79,7 @@ class Spaces:
                 if bias is None:
                     image = None  # no PT_LOAD covers this piece: not code we can place
         proc = self.session.process(e.pid)
-        base = proc.space.base_for(path, e.addr) if e.pgoff else e.addr
+        base = proc.space.base_for(path, e.addr, bias) if e.pgoff else e.addr
         self.session.add_mapping(
             e.pid, Mapping(e.addr, e.addr + e.len, e.pgoff, path, local, image, bias, base)
         )

@@ -7,7 +7,10 @@ The rules (DESIGN.md decision 6) are what the kernel did, not what upstream perf
 * a real fork copies the parent's maps; the child's own later mmaps override them;
 * an exec (COMM with COMM_EXEC for the main thread) drops every user mapping;
 * a mapping replaces whatever it overlaps (the overlapped parts of older mappings survive
-  as fragments).
+  as fragments);
+* a mapping is placed by the PT_LOAD segment that covers its file offset (ElfImage.load_bias),
+  executables too: the pieces of one file with one bias form one module, and a second
+  placement of the file (V8 remapping node's builtins) is a module of its own.
 """
 
 from __future__ import annotations
@@ -33,9 +36,16 @@ def is_special(path: bytes) -> bool:
 
 
 class Mapping:
-    """One mapped range. `image`/`bias` are set when the ELF file was found locally."""
+    """One mapped range. `image`/`bias` are set when the ELF file was found locally.
 
-    __slots__ = ("base", "bias", "end", "image", "local", "path", "pgoff", "start")
+    The shared location cache (SEMANTICS §10.1) is keyed by (path, base_vaddr, ip - base):
+    upstream's (path, ip - elfStart) names one ELF address only while every module of the
+    file starts at the same ELF address; base_vaddr keeps modules that start elsewhere (a
+    piece without a pgoff-0 piece, a second placement) apart and changes nothing else.
+    """
+
+    __slots__ = ("base", "base_vaddr", "bias", "end", "image", "local", "path", "pgoff",
+                 "start")
 
     def __init__(self, start, end, pgoff, path, local, image, bias, base):
         self.start = start
@@ -45,7 +55,8 @@ class Mapping:
         self.local = local  # str | None: the local candidate path (actualPath)
         self.image = image  # ElfImage | None
         self.bias = bias  # runtime address = ELF vaddr + bias
-        self.base = base  # start of the file's pgoff-0 piece, else start (elfStart)
+        self.base = base  # start of the module's pgoff-0 piece, else start (elfStart)
+        self.base_vaddr = None if bias is None else base - bias  # ELF address at base
 
     def piece(self, start: int, end: int) -> Mapping:
         return Mapping(start, end, self.pgoff + (start - self.start), self.path, self.local,
@@ -87,12 +98,13 @@ class AddressSpace:
                 return m
         return None
 
-    def base_for(self, path: bytes, start: int) -> int:
-        """Start of the nearest pgoff-0 piece of the same file below `start`, else `start`."""
+    def base_for(self, path: bytes, start: int, bias: int | None) -> int:
+        """Start of the nearest pgoff-0 piece of the same module (file and bias) below
+        `start`, else `start`. A piece of another placement of the file is not the base."""
         i = bisect.bisect_right(self._starts, start) - 1
         while i >= 0:
             m = self._maps[i]
-            if m.path == path and m.pgoff == 0:
+            if m.path == path and m.pgoff == 0 and m.bias == bias:
                 return m.start
             i -= 1
         return start

@@ -24,7 +24,8 @@ class Symbolizer:
     def __init__(self, emitter: Emitter, kallsyms_path: str, perf_map_path: str | None,
                  kallsyms_worker=None) -> None:
         self.emit = emitter
-        self._shared: dict[tuple[bytes, int], int] = {}  # (path, ip - base) -> location id
+        # (path, base_vaddr, ip - base) -> location id (session.Mapping)
+        self._shared: dict[tuple[bytes, int | None, int], int] = {}
         self.kallsyms_path = kallsyms_path
         self._kallsyms_worker = kallsyms_worker  # a kernel.KallsymsWorker or None
         self._kallsyms = None
@@ -41,7 +42,7 @@ class Symbolizer:
     def frame(self, proc: Process, ip: int, is_kernel: bool) -> int:
         mapping = proc.space.find(ip)
         if mapping is not None:
-            key = (mapping.path, ip - mapping.base)
+            key = (mapping.path, mapping.base_vaddr, ip - mapping.base)
             lid = self._shared.get(key)
             if lid is None:
                 lid = self._shared[key] = self._resolve(proc, mapping, ip, is_kernel)

@@ -24,7 +24,6 @@ TYPE_CHECKING = False  # typing's constant without importing typing: start-up ti
 if TYPE_CHECKING:
     from ..cache import CacheRecord
 
-ET_EXEC = 2
 PT_LOAD = 1
 PT_NOTE = 4
 PF_X = 1
@@ -358,9 +357,11 @@ class ElfImage:
         layout (separate-code, differing offset/vaddr deltas) agree on one bias. Segments can
         share a file page; then the mapping's `prot` (MMAP2 PROT_* bits, if known) picks one
         by its exec/write bits, and a segment starting exactly at the offset wins.
+
+        The rule is the same for ET_EXEC: the kernel's mapping at the link address gets bias
+        0, and a second mapping of the file elsewhere (V8 remaps node's embedded builtins
+        from /usr/bin/node) gets its own bias, never addr - pgoff.
         """
-        if self.elf_type == ET_EXEC:
-            return 0
         for page in _PAGE_SIZES:
             best = None
             best_rank = None

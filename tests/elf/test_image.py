@@ -194,8 +194,25 @@ def test_load_bias_with_differing_offset_deltas() -> None:
     assert image.load_bias(bias + 0x4000, 0x3000) == bias  # file 0x3000 is vaddr 0x4000
     assert image.read(0x2800, 4) == bytes(i & 0xFF for i in range(0x1800, 0x1804))
     assert image.read(0x205800 + 0x7FF, 2) is None  # runs past p_filesz
-    exec_image = ElfImage.from_bytes("x", synthetic_elf(segs, etype=2))
-    assert exec_image.load_bias(0x400000, 0) == 0
+
+
+def test_load_bias_of_an_executable_mapped_twice() -> None:
+    """ET_EXEC is placed like any ELF: by the PT_LOAD covering the mapping's file offset.
+    The kernel's mappings at the link address get bias 0; a second mapping of the text at
+    another address, from a file offset inside the segment (pgoff != p_offset, as V8 maps
+    node's builtins), gets its own bias."""
+    segs = [(0x400000, 0x800, 0x0, 0x800), (0x401000, 0x6000, 0x1000, 0x6000),
+            (0x408000, 0x1000, 0x7000, 0x1000)]
+    image = ElfImage.from_bytes("exec", synthetic_elf(segs, etype=2))
+    assert image is not None and image.elf_type == 2
+    for vaddr, _memsz, off, _filesz in segs:
+        assert image.load_bias(vaddr, off, 5) == 0
+    assert image.load_bias(0x403000, 0x3000) == 0  # a piece split off by mprotect
+    second = 0x7F1234560000
+    bias = image.load_bias(second, 0x4000, 5)  # file 0x4000 is vaddr 0x404000
+    assert bias == second - 0x404000
+    assert image.read(second + 0x10 - bias, 4) == bytes(i & 0xFF for i in range(0x4010, 0x4014))
+    assert image.load_bias(second, 0x9000) is None  # no PT_LOAD covers the offset
 
 
 def test_read_matches_file(built: dict[str, Path]) -> None:
