@@ -194,7 +194,7 @@ def test_node_builtins_mapped_twice_are_named_as_perf_names_them(tmp_path: Path)
     data = tmp_path / "node.data"
     subprocess.run(["perf", "record", "-N", "-q", "-g", "-o", str(data), "--", "node",
                     "--perf-basic-prof", str(script)], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.PIPE, timeout=120)
+                   stderr=subprocess.PIPE, timeout=120, cwd=tmp_path)  # node writes a v8 log
     leaves, placed = _leaves(data)
     perf = _perf_script(data)
     try:
