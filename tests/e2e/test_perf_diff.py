@@ -331,7 +331,7 @@ RECORDINGS: dict[str, Callable] = {
 def test_stacks_match_perf_script(name: str, tmp_path: Path) -> None:
     try:
         data, args = RECORDINGS[name](tmp_path)
-        res = run_parser(["--input", str(data), *args], timeout=900)
+        res = run_parser(["--input", str(data), *perfdiff.HOTSPOT_ARGS, *args], timeout=900)
         assert res.returncode == 0, res.stderr.decode(errors="replace")[-2000:]
         rep = perfdiff.diff_file(str(data), res.stdout, name=name)
     finally:
