@@ -284,3 +284,25 @@ def test_hostile_elf_never_raises(built: dict[str, Path], tmp_path: Path,
         for name in (".debug_info", ".eh_frame", ".symtab", ".debug_line"):
             image.section(name)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_label_inside_a_function_takes_the_function_name(tmp_path):
+    """A size-0 label (here an asm label in the loop) is only a fallback: a sized function
+    that contains the address names it, as perf and elfutils do (V8's builtins)."""
+    src = tmp_path / "label.c"
+    src.write_text("long hot(long n) { long s = 0; for (long i = 0; i < n; i++) {\n"
+                   "  __asm__ volatile(\"inner_label: nop\"); s += i * 3; } return s; }\n"
+                   "__asm__(\".text\\nafter_label: nop\\n\");\n"
+                   "int main(int c, char **v) { return (int)hot(c); }\n")
+    exe = tmp_path / "label"
+    subprocess.run(["gcc", "-O1", "-o", str(exe), str(src)], check=True)
+    syms = {name: (value, size) for value, size, _t, name in nm_symbols(exe)}
+    hot, hot_size = syms["hot"]
+    label = syms["inner_label"][0]
+    assert hot < label < hot + hot_size and syms["inner_label"][1] == 0
+    image = ElfImage.open(str(exe))
+    assert image.symbol_at(label)[:2] == ("hot", hot)
+    assert image.symbol_at(label + 1)[:2] == ("hot", hot)
+    # outside every sized symbol, the label is still the best name there is
+    after = syms["after_label"][0]
+    assert image.symbol_at(after)[0] == "after_label"
