@@ -12,6 +12,7 @@ import os
 import sys
 
 from .elf.image import ElfImage
+from .elf.vdso import VDSO_NAME
 from .emit import AttributeTable, Emitter
 from .kernel import configured_path
 from .ordering import MMAP, TASK, EventQueue
@@ -63,7 +64,9 @@ class Spaces:
         path = e.filename
         local = image = None
         bias = None
-        if not is_special(path):
+        if path == VDSO_NAME:
+            local, image = self.finder.find_vdso(e.build_id)
+        elif not is_special(path):
             if e.pid == KERNEL_PID:
                 # kernel modules: only the sysroot copy, and only if it is an ELF
                 local = self.options.sysroot + path.decode("utf-8", "surrogateescape")
@@ -74,10 +77,10 @@ class Spaces:
                 local, image = self.finder.find(path)
                 if image is None and not os.path.exists(local):
                     self._missing(path)
-            if image is not None:
-                bias = image.load_bias(e.addr, e.pgoff, e.prot)
-                if bias is None:
-                    image = None  # no PT_LOAD covers this piece: not code we can place
+        if image is not None:
+            bias = image.load_bias(e.addr, e.pgoff, e.prot)
+            if bias is None:
+                image = None  # no PT_LOAD covers this piece: not code we can place
         proc = self.session.process(e.pid)
         base = proc.space.base_for(path, e.addr, bias) if e.pgoff else e.addr
         self.session.add_mapping(
