@@ -385,7 +385,7 @@ class Run:
                 self.terminal.write(f"\rperfparser: reading {e.fraction:6.1%}")
                 self.terminal.flush()
         elif kind is ev.AttrEvent:
-            self.attrs.register(e.attr, e.name or generated_name(e.attr), e.ids)
+            self.attrs.register(e.attr, e.name or self._generated_name(e.attr), e.ids)
         elif kind is ev.TracingDataEvent:
             if not self.stats_mode:
                 from .perfdata.tracing import parse_tracing_data
@@ -401,6 +401,16 @@ class Run:
                 self.finder.open_listed(f.build_ids)
         elif kind is ev.DataStartEvent:
             self.sink.set_arch(self.arch_name)  # the ARCH feature, read before any record
+
+    def _generated_name(self, attr) -> str:
+        """perf's name for an attr that came without one; a tracepoint's is `system:name`
+        from the tracing data (pipe mode sends it before the attrs' first use)."""
+        tracepoint = None
+        if attr.type == TRACEPOINT and not self.stats_mode:
+            fmt = self.sink.tracepoints.formats.get(attr.config)
+            if fmt is not None:
+                tracepoint = (fmt.system + b":" + fmt.name).decode("utf-8", "replace")
+        return generated_name(attr, tracepoint)
 
     def finish(self, code: int) -> int:
         """End of input (or of what could be decoded): flush the queue, write the rest."""
