@@ -38,6 +38,18 @@ def _f32(x: float) -> float:
     return _F32.unpack(_F32.pack(x))[0]
 
 
+def _warn_unfinished(pos: int | None, end: int) -> None:
+    """The one warning for a file whose header perf record never finalised: perf's words,
+    what was read, and what to do."""
+    cut = (f"; it ends inside a record at offset {pos} ({end - pos} bytes ignored)"
+           if pos is not None and pos < end else "")
+    print("WARNING: The perf.data file's data size field is 0 which is unexpected.\n"
+          "Was the 'perf record' command properly terminated?\n"
+          "perfparser: the file looks unfinished (perf record still writing it, or killed): "
+          f"its records were read up to the end of the file{cut}. Stop perf record with "
+          "Ctrl-C or let it finish, and read the file once it has exited.", file=sys.stderr)
+
+
 def _header_error(message: str) -> PerfDataError:
     return PerfDataError(message, HEADER_ERROR)
 
@@ -129,12 +141,10 @@ class PerfReader:
         if header_size > h.FILE_HEADER_SIZE:
             print("Header not completely read.", file=sys.stderr)
         data_offset, data_size = hdr.data.offset, hdr.data.size
+        # perf record writes the data size (and the feature sections after the data) when it
+        # exits: 0 means it is still running or was killed. Like perf report, the records up
+        # to the end of the file are read (there are no feature sections yet).
         unfinished = data_size == 0 and h.FILE_HEADER_SIZE <= data_offset < n
-        if unfinished:
-            # perf record was killed before it finalised the header: like perf report, read
-            # the records up to the end of the file (there are no feature sections yet)
-            print("WARNING: The perf.data file's data size field is 0 which is unexpected.\n"
-                  "Was the 'perf record' command properly terminated?", file=sys.stderr)
         data_end = data_offset + data_size
         truncated = data_end > n
         if truncated and (data_offset >= n or hdr.attrs.offset + hdr.attrs.size > n):
@@ -204,12 +214,13 @@ class PerfReader:
             yield from self._finish(self._records(buf, data_offset, end, progress,
                                                   release=release))
             return
-        pos = yield from self._records(buf, data_offset, end, progress, partial=True,
-                                       release=release)
-        yield from self._finish(iter(()))
-        if pos < end:
-            print(f"perfparser: the recording ends inside a record at offset {pos}: "
-                  f"{end - pos} bytes of an unfinished record ignored", file=sys.stderr)
+        pos = None  # where the records stopped; None when reading them failed
+        try:
+            pos = yield from self._records(buf, data_offset, end, progress, partial=True,
+                                           release=release)
+            yield from self._finish(iter(()))
+        finally:
+            _warn_unfinished(pos, end)
 
     # ---------------------------------------------------------------- pipe mode
 
