@@ -272,8 +272,7 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
             # forked before the big imports: a small process to copy
             from .kernel import KallsymsWorker, likely_path
 
-            worker = KallsymsWorker.start(
-                likely_path(options.kallsyms, options.sysroot, options.debug_paths()))
+            worker = KallsymsWorker.start(likely_path(options.kallsyms, options.sysroot))
         from .flavour import FlavourError, choose_flavour
 
         try:

@@ -14,7 +14,7 @@ import sys
 from .elf.image import ElfImage
 from .elf.vdso import VDSO_NAME
 from .emit import AttributeTable, Emitter
-from .kernel import configured_path
+from .kernel import KernelSymbols
 from .ordering import MMAP, TASK, EventQueue
 from .perfdata import events as ev
 from .perfdata.attr import generated_name
@@ -168,8 +168,9 @@ class Sink(Spaces):
         self.emit = emitter
         self.writer = emitter.writer
         self.attrs = attrs
-        self.symbolizer = Symbolizer(emitter, configured_path(options.kallsyms, options.sysroot),
-                                     options.perf_map_path, kallsyms_worker)
+        self.kernel_symbols = KernelSymbols(emitter.writer, options.kallsyms, options.sysroot,
+                                            finder.debug_paths, kallsyms_worker)
+        self.symbolizer = Symbolizer(emitter, self.kernel_symbols, options.perf_map_path)
         self._tracepoints = None
         self._arch_warned = False
         self._missing_reported: set[bytes] = set()
@@ -195,6 +196,11 @@ class Sink(Spaces):
             f"{time}, max time during last buffer flush was {max_time}. This potentially "
             "breaks the data analysis.",
         )
+
+    def mmap(self, e) -> None:
+        super().mmap(e)
+        if e.pid == KERNEL_PID:
+            self.kernel_symbols.kernel_mmap(e.filename, e.addr, e.addr + e.len, e.pgoff)
 
     def _missing(self, path: bytes) -> None:
         # Once per file: upstream repeats it for every mmap of the file (every process that
@@ -394,8 +400,7 @@ class Run:
         elif kind is ev.FeaturesEvent:
             f = e.features
             self.arch_name = features_arch(f, self.arch_name, self.finder)
-            if self.options.kallsyms is None:
-                _kallsyms_from_build_id(self.sink.symbolizer, self.finder, f.build_ids)
+            self.sink.kernel_symbols.build_ids(f.build_ids)
             if not self.stats_mode:
                 self.writer.features(_features_message(f, self.arch_name))
                 self.finder.open_listed(f.build_ids)
@@ -492,19 +497,6 @@ def run(options, out, kallsyms_worker=None, keep: list | None = None) -> int:
         print(f"perfparser: {err}", file=sys.stderr)
         code = err.exit_code
     return r.finish(code)
-
-
-def _kallsyms_from_build_id(symbolizer, finder, build_ids) -> None:
-    """Without --kallsyms, prefer perf's build-id cache copy of the recording kernel's kallsyms
-    (SEMANTICS §10.6) over the sysroot's /proc/kallsyms, which may be another kernel's."""
-    from .kernel import Kallsyms
-
-    for _pid, bid, filename in build_ids:
-        if filename == b"[kernel.kallsyms]":
-            cached = Kallsyms.cached_path(finder.debug_paths, bid)
-            if cached:
-                symbolizer.kallsyms_path = cached
-            return
 
 
 def _features_message(f, arch_name: str):

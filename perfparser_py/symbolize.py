@@ -8,8 +8,6 @@ file and file-relative address across all processes, per process for unmapped ad
 
 from __future__ import annotations
 
-import sys
-
 from .elf.dwarf import DwarfInfo
 from .elf.finder import normalize_path
 from .elf.image import ElfImage
@@ -21,15 +19,11 @@ _MAX_CHAINS = 1 << 16  # per process; beyond that the cache restarts (bounded me
 
 
 class Symbolizer:
-    def __init__(self, emitter: Emitter, kallsyms_path: str, perf_map_path: str | None,
-                 kallsyms_worker=None) -> None:
+    def __init__(self, emitter: Emitter, kernel_symbols, perf_map_path: str | None) -> None:
         self.emit = emitter
         # (path, base_vaddr, ip - base) -> location id (session.Mapping)
         self._shared: dict[tuple[bytes, int | None, int], int] = {}
-        self.kallsyms_path = kallsyms_path
-        self._kallsyms_worker = kallsyms_worker  # a kernel.KallsymsWorker or None
-        self._kallsyms = None
-        self._kallsyms_failed = False
+        self._kernel_symbol = kernel_symbols.lookup  # a kernel.KernelSymbols's
         self._perf_map_path = perf_map_path
         self._dwarf: dict[int, object] = {}  # id(image) -> DwarfInfo | None
         # (recorded path, local path) -> string ids of (binary, path, actual path)
@@ -220,24 +214,6 @@ class Symbolizer:
             return info
 
     # -- kernel and JIT ------------------------------------------------------------------
-    def _kernel_symbol(self, ip: int):
-        if self._kallsyms is None and not self._kallsyms_failed:
-            from .kernel import Kallsyms, KallsymsError
-
-            try:
-                self._kallsyms = Kallsyms.load(self.kallsyms_path, self._kallsyms_worker)
-            except KallsymsError as err:
-                self._kallsyms_failed = True
-                message = f'Failed to parse kernel symbol mapping file "{self.kallsyms_path}": {err}'
-                print(f"PerfUnwind::InvalidKallsyms: {message}", file=sys.stderr)
-                self.emit.writer.error(3, message)
-        if self._kallsyms is None:
-            return None
-        hit = self._kallsyms.lookup(ip)
-        if hit is None or not hit[1]:
-            return None
-        return hit
-
     def prepare(self, proc: Process) -> None:
         """Before each sample: pick up lines appended to the process's perf-PID.map."""
         perf_map = proc.perf_map

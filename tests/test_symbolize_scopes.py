@@ -13,6 +13,7 @@ import io
 from perfparser_py.compare import logical_frames
 from perfparser_py.elf.dwarf import Scope
 from perfparser_py.emit import Emitter
+from perfparser_py.kernel import KernelSymbols
 from perfparser_py.protocol import StreamWriter, read_stream
 from perfparser_py.session import Mapping
 from perfparser_py.symbolize import Symbolizer
@@ -50,7 +51,7 @@ def test_inlined_copies_without_entry_pc_keep_their_callers():
     out = io.BytesIO()
     writer = StreamWriter(out, "current")
     writer.header()
-    sym = Symbolizer(Emitter(writer), "/dev/null", None)
+    sym = Symbolizer(Emitter(writer), KernelSymbols(writer, "/dev/null", "/", []), None)
     scopes = {0x1100: _copy("hot::apply_n", 30, 0x100), 0x1200: _copy("hot::hash_loop", 36, 0x200)}
     sym._dwarf_for = lambda image: _Dwarf(scopes)
     mapping = Mapping(0x5000, 0x7000, 0, b"/bin/hot", "/bin/hot", _Image(), 0x4000, 0x5000)
