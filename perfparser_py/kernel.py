@@ -456,12 +456,12 @@ class KernelSymbols:
         if running is None and not host and os.path.exists(proc):
             return proc, None
         theirs = f"build-id {running.hex()}" if running is not None else f"no known one ({why})"
-        which = "running kernel" if host else f"sysroot {self._sysroot}'s kernel"
+        which = "the running kernel" if host else f"the kernel of the sysroot {self._sysroot}"
         return None, (f"kernel frames stay unnamed: the recording's kernel has build-id "
-                      f"{recorded.hex()}, the {which} has {theirs}, and no kallsyms of the "
-                      "recording's kernel is in perf's build-id cache under the debug paths. "
-                      "Copy /proc/kallsyms from the recording machine (same boot) and pass "
-                      "it with --kallsyms")
+                      f"{recorded.hex()}, {which} has {theirs}, and perf's build-id cache "
+                      "under the debug paths has no kallsyms of the recording's. To name them, "
+                      "copy /proc/kallsyms from the recording machine (same boot) and pass it "
+                      "with --kallsyms")
 
     def _load(self):
         path, warning = self.choose()
