@@ -366,7 +366,7 @@ def _same_build_id(recorded: bytes, running: bytes) -> bool:
     return recorded.rstrip(b"\0") == running.rstrip(b"\0")
 
 
-KERNEL_MAP = b"[kernel.kallsyms]"  # the kernel's MMAP is this and perf's reference symbol
+KERNEL_MAP = b"[kernel.kallsyms]"  # the kernel MMAP's name, before perf's reference symbol
 NOTES = "/sys/kernel/notes"
 
 
@@ -464,6 +464,7 @@ class KernelSymbols:
                       "with --kallsyms")
 
     def _load(self):
+        """The table of the chosen file (with its relocation set), else False."""
         path, warning = self.choose()
         worker = self._worker
         self._worker = None
