@@ -166,11 +166,19 @@ class Symbolizer:
             if scopes is not None:
                 sub, inlined = scopes
                 inner = inlined[-1] if inlined else sub
-                if inner.name:
+                # A function that is not inlined is named by its ELF symbol, demangled, as
+                # perf and c++filt show it: DWARF names lack lambda and anonymous scopes,
+                # clone suffixes and template return types. Inlined ones have only DWARF.
+                if inlined and inner.name:
                     name = inner.name
                 fn_addr = bias + (inner.entry_pc or 0)
                 fn_file = emit.string(inner.decl_file)
                 fn_line, fn_column, fn_scope = inner.decl_line, inner.decl_column, inner.die_offset
+                if not inlined:
+                    # the location stands for the ELF symbol, not the DIE: a subprogram in
+                    # pieces (`f` and `f.cold`) has a symbol, a name and a range per piece.
+                    # Negative, so never a DIE offset; the messages keep upstream's values.
+                    fn_scope = -2 - start
                 parent = emit.existing_location(fn_addr, 0, fn_file, pid, fn_line, fn_column, path,
                                                 fn_scope)
                 if inlined and (parent == -1 or not emit.has_symbol(parent)):
@@ -192,8 +200,8 @@ class Symbolizer:
         entry = bias + (sub.entry_pc or 0)
         loc = emit.location(entry, rel, emit.string(sub.decl_file), pid, sub.decl_line,
                             sub.decl_column, -1, path, sub.die_offset)
-        emit.symbol(loc, emit.string(sub.name or sym[0]), binary, path, is_kernel, start, size,
-                    actual, False)
+        emit.symbol(loc, emit.string(sym[0]), binary, path, is_kernel, start, size, actual,
+                    False)
         for scope in inlined:
             entry = bias + (scope.entry_pc or 0)
             site = emit.location(entry, 0, emit.string(scope.call_file), pid, scope.call_line,
