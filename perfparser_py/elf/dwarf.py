@@ -1051,7 +1051,10 @@ class DwarfInfo:
                 cu, _, attrs = self._die(o)
                 base = self._text(cu, attrs.get(_AT_NAME))
                 if base:
-                    name = self._prefix(o) + base
+                    try:
+                        name = self._prefix(o) + base
+                    except _MALFORMED:  # scopes that refer to each other: the bare name
+                        name = base
                     break
         self._names[off] = name
         return name
