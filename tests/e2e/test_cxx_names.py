@@ -1,4 +1,4 @@
-"""C++ frame names as c++filt prints the symbol (issue 20; expected_differences entry 30).
+"""C++ frame names as c++filt prints the symbol (issue 20; expected_differences entry 36).
 
 Programs built here with g++ and clang++ hold the C++ names DWARF spells badly: lambdas (nested
 and generic), anonymous namespaces, member templates, template functions with return types,

@@ -1,5 +1,5 @@
 """Names of inlined functions from DWARF, spelled as c++filt spells the symbol they would have
-(SEMANTICS §10.5, expected_differences entry 30): every inlined scope at every address of a
+(SEMANTICS §10.5, expected_differences entry 36): every inlined scope at every address of a
 g++ and a clang++ build, against the symbols of the same program built with those functions
 `noinline` (tests/cxx_programs.py)."""
 

@@ -94,7 +94,7 @@ GOLDENS = {
 }
 
 
-# vector -> (upstream's event name, ours): perf's names in pipe mode (expected_differences 29)
+# vector -> (upstream's event name, ours): perf's names in pipe mode (expected_differences 33)
 RENAMED = {"probe.data.stream": ("tracepoint: 0x531", "probe_untitled1:main")}
 
 
