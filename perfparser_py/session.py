@@ -23,6 +23,8 @@ from .unwind.history import History
 MISC_COMM_EXEC = 0x2000  # PERF_RECORD_MISC_COMM_EXEC
 MISC_FORK_EXEC = 0x2000  # PERF_RECORD_MISC_FORK_EXEC (same bit, other record type)
 KERNEL_PID = -1
+# exited processes kept for the samples of their exit path (Session.exited)
+MAX_EXITED = 64
 
 
 def is_special(path: bytes) -> bool:
@@ -163,6 +165,10 @@ class Session:
 
     def __init__(self) -> None:
         self.processes: dict[int, Process] = {}
+        # Processes after their EXIT, newest last: a task still runs its exit path after the
+        # record (a system-wide recording samples it there, in _exit), and its user frames
+        # are named from its maps, as perf does. A reused pid starts anew with its FORK.
+        self.exited: dict[int, Process] = {}
         self.kernel = Process(KERNEL_PID)
         self.kernel_generation = 0  # bumped by every kernel mapping (invalidates chains)
         # (first kernel mapping's start, last one's end); (0, 0) while there is none
@@ -173,12 +179,15 @@ class Session:
             return self.kernel
         proc = self.processes.get(pid)
         if proc is None:
-            proc = self.processes[pid] = Process(pid)
+            proc = self.exited.get(pid)
+            if proc is None:
+                proc = self.processes[pid] = Process(pid)
         return proc
 
     def fork(self, pid: int, ppid: int, time: int, misc: int) -> None:
         if pid == ppid:
             return  # a new thread shares its process's state
+        self.exited.pop(pid, None)
         child = self.processes.get(pid)
         synthesized = time == 0 or misc & MISC_FORK_EXEC or (child is not None and len(child.space))
         if synthesized:
@@ -191,10 +200,16 @@ class Session:
 
     def exec(self, pid: int) -> None:
         """The process image was replaced: nothing mapped before survives."""
+        self.exited.pop(pid, None)
         self.processes[pid] = Process(pid)
 
     def exit(self, pid: int) -> None:
-        self.processes.pop(pid, None)
+        proc = self.processes.pop(pid, None)
+        if proc is not None:
+            self.exited.pop(pid, None)
+            self.exited[pid] = proc
+            if len(self.exited) > MAX_EXITED:
+                del self.exited[next(iter(self.exited))]
 
     def add_mapping(self, pid: int, mapping: Mapping) -> None:
         proc = self.process(pid)

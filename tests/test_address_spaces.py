@@ -91,6 +91,24 @@ def test_real_fork_inherits_then_exec_purges(binaries):
     ]
 
 
+def test_samples_after_exit_keep_the_maps_until_the_pid_is_reused(binaries):
+    """A task still runs its exit path after its EXIT record; perf -a samples it there and
+    perf names those user frames from the dead task's maps. A reused pid starts anew with
+    its FORK."""
+    tmp, (child, csyms), (parent, psyms) = binaries
+    w = PipeWriter()
+    w.comm(400, 400, b"childprog", 1)
+    w.mmap2(400, BASE, 0x5000, 0, str(child).encode(), 1)
+    w.sample(400, 400, 10, BASE + csyms["child_spin"])
+    w.exit(400, 20)
+    w.sample(400, 400, 21, BASE + csyms["child_spin"])  # still in its exit path
+    w.fork(400, 1, 30)  # the pid is reused: nothing of the old process survives
+    w.sample(400, 400, 40, BASE + csyms["child_spin"])
+    w.finished_round()
+    assert _symbols_of(w.data(), tmp) == [
+        (400, "child_spin", "childprog"), (400, "child_spin", "childprog"), (400, None, None)]
+
+
 def test_recording_without_timestamps_keeps_file_order(binaries):
     """`perf record --per-thread` records no TIME: every record is at time 0 and the process's
     EXIT comes last in the file. Processed in file order, the samples keep their mappings and

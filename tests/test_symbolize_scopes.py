@@ -81,7 +81,7 @@ def test_each_piece_of_a_function_is_named_by_its_own_symbol():
     out = io.BytesIO()
     writer = StreamWriter(out, "current")
     writer.header()
-    sym = Symbolizer(Emitter(writer), "/dev/null", None)
+    sym = Symbolizer(Emitter(writer), KernelSymbols(writer, "/dev/null", "/", []), None)
     f = Scope("f", None, HOT_RS, 10, 1, None, -1, -1, 0x300)
     sym._dwarf_for = lambda image: _Dwarf({0x1010: (f, []), 0x2010: (f, []), 0x1020: (f, [])})
     image = _PiecesImage()
