@@ -9,7 +9,9 @@ the stack; both sides symbolize). Kernel frames count: the recordings are of thi
 both sides take the running kernel's /proc/kallsyms (no --kallsyms: the build-id check of
 the default path is part of what is tested).
 
-Every recording must reach 99.5 % identical stacks. Run `tools/perfdiff FILE` on a kept
+Every recording must reach 99.5 % agreeing stacks: identical, or complete to the thread's
+entry where perf's unwinding stops early (tools/perfdiff says when; tests/expected_differences
+names the cases). Run `tools/perfdiff FILE` on a kept
 recording for the table and the first differing samples.
 """
 
@@ -341,4 +343,4 @@ def test_stacks_match_perf_script(name: str, tmp_path: Path) -> None:
     report = perfdiff.format_table([rep]) + "\n" + perfdiff.format_details(rep)
     print(report)
     assert rep.perf >= 500, report  # a recording big enough to mean something
-    assert rep.share(rep.identical) >= THRESHOLD, report
+    assert rep.share(rep.agreeing) >= THRESHOLD, report
