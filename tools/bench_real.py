@@ -229,6 +229,9 @@ class Program:
     """A workload: the command that runs `units` units of it (argv, file for stdin or None)."""
 
     name = ""
+    # -g as well where it is a case of its own: g++ (many short processes, where the work is
+    # in the maps more than in the stacks), the Rust program (built here with frame pointers)
+    # and `perf record -a -g`; Debian builds sqlite3, python3 and xz without frame pointers
     graphs: tuple[str, ...] = ("dwarf",)
     needs: tuple[tuple[str, str], ...] = ()  # (command in SEARCH_PATH, its Debian package)
     what = ""
@@ -286,6 +289,9 @@ class Gxx(Program):
         return ["g++", "-O2", "-std=c++17", *sources, "-o", str(d / "prog")], None
 
 
+NO_RUSTC = "rustc not found (apt-get install rustc, or set $RUSTC)"
+
+
 def rustc() -> str | None:
     """$RUSTC, else Debian's (what `apt-get install rustc` gives CI), else one on PATH."""
     for candidate in (os.environ.get("RUSTC"), "/usr/bin/rustc", shutil.which("rustc")):
@@ -306,7 +312,7 @@ class Rust(Program):
         if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
             compiler = rustc()
             if compiler is None:
-                raise SystemExit("bench: rustc not found (apt-get install rustc, or set $RUSTC)")
+                raise SystemExit(f"bench: {NO_RUSTC}")
             # frame pointers in our code so that the -g recording has stacks; std is as shipped
             subprocess.run([compiler, "-C", "opt-level=2", "-g", "-C", "symbol-mangling-version=v0",
                             "-C", "force-frame-pointers=yes", str(src), "-o", str(exe)],
@@ -346,7 +352,7 @@ def check_tools(name: str) -> str | None:
             if shutil.which(command, path=SEARCH_PATH) is None:
                 return f"{command} not found in {SEARCH_PATH} (apt-get install {package})"
     if program is PROGRAMS["rust"] and rustc() is None:
-        return "rustc not found (apt-get install rustc, or set $RUSTC)"
+        return NO_RUSTC
     return None
 
 
