@@ -229,9 +229,9 @@ class Program:
     """A workload: the command that runs `units` units of it (argv, file for stdin or None)."""
 
     name = ""
-    # -g as well where it is a case of its own: g++ (many short processes, where the work is
-    # in the maps more than in the stacks), the Rust program (built here with frame pointers)
-    # and `perf record -a -g`; Debian builds sqlite3, python3 and xz without frame pointers
+    # -g as well where it is a case of its own: g++ (many short processes), the Rust program
+    # (built here with frame pointers) and `perf record -a -g`; Debian builds sqlite3, python3
+    # and xz without frame pointers
     graphs: tuple[str, ...] = ("dwarf",)
     needs: tuple[tuple[str, str], ...] = ()  # (command in SEARCH_PATH, its Debian package)
     what = ""
