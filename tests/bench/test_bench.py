@@ -1,6 +1,8 @@
 """tools/bench runs end to end on tiny recordings (no timing assertions); needs perf, g++ and
 sqlite3, which CI has (tools/run-tests' apt list)."""
 
+import importlib.machinery
+import importlib.util
 import json
 import os
 import subprocess
@@ -58,3 +60,24 @@ def test_bench_real_sqlite3(tmp_path: Path) -> None:
     assert entry["ours"]["stream_samples"] == entry["samples"]
     if report["reference"] is not None:
         assert {"ratio", "ratio_warm", "ratio_pinned", "ratio_pinned_warm"} <= set(entry)
+
+
+def test_check_names_what_is_wrong(monkeypatch) -> None:
+    """A parser's verdict fails on any run's exit code and on a stream short of perf's count."""
+    loader = importlib.machinery.SourceFileLoader("bench_tool", str(BENCH))
+    bench = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    monkeypatch.setitem(sys.modules, loader.name, bench)  # its dataclass looks itself up there
+    monkeypatch.setattr(sys, "path", list(sys.path))  # it adds tools/ for its modules
+    loader.exec_module(bench)
+
+    def variant(codes: list[int], stream: int | None = None) -> dict:
+        v = {"runs": [0.1], "exit_codes": codes}
+        return v if stream is None else {**v, "stream_samples": stream}
+
+    entry = {"samples": 100, "ours": variant([0], 100), "ours_pinned": variant([0, 1]),
+             "reference": variant([0], 99), "reference_pinned": variant([0])}
+    assert bench.check(entry, ("ours", "reference")) == {
+        "ours": "exit codes [0, 1]",
+        "reference": "99 samples in the stream, perf counts 100"}
+    entry["ours_pinned"] = variant([0])
+    assert bench.check(entry, ("ours",)) == {"ours": "ok"}
