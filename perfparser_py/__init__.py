@@ -6,6 +6,8 @@ both ways; the two must give byte-identical streams)."""
 
 import os as _os
 
+__version__ = "0.2.0"
+
 if _os.environ.get("PERFPARSER_PY_PURE") == "1":
     import sys as _sys
     from importlib.machinery import (
