@@ -285,6 +285,8 @@ def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryv
         if pc is None:
             break
         if pc == 0 or len(frames) > limit:
+            # a walk that ends here marks nothing guessed (SEMANTICS §11.3: upstream's
+            # firstGuessed = frame count): remembered words that lead to the end are trusted
             if pc == 0 and trail and split is not None:
                 _record(split, trail, frames, seen, True, stack, lo, a)
             return frames, len(frames)
@@ -295,6 +297,10 @@ def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryv
         sp = get(sp_reg)
         new = None
         if step is None:
+            if mem is not None and mem.guessed is not None and module_at(adj) is None:
+                # a return address taken from another sample's words that lies in no
+                # module ([heap], [stack], nothing) is junk, not a caller: stop before it
+                break
             append(adj)
             signal = False
         else:

@@ -203,6 +203,24 @@ def test_guessed_frames_from_history() -> None:
     assert guessed == 2
 
 
+def test_a_remembered_return_address_in_no_module_ends_the_walk() -> None:
+    """A word from another sample that is no code address ([heap] data, a stale stack slot)
+    is not a caller: the walk stops before it rather than adding a junk frame."""
+    rows = [Row((CFA_REG, 7, 8), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x4000)]
+    sp = 0x7FFF_0000
+    mask = (1 << 7) | (1 << 8)
+    stack = _words("Q", 0x2000)
+    history = History()
+    history[sp + 8] = 0x5555_0000  # in no module
+    frames, guessed = unwind("x86_64", 2, (sp, 0x1000), mask, stack, _space(rows),
+                             history, -1)
+    assert frames == [0x1000, 0x1FFF] and guessed == 2
+    # the same word read from the sample's own stack copy is still a frame (unresolved)
+    stack = _words("Q", 0x2000, 0x5555_0000)
+    frames, _ = unwind("x86_64", 2, (sp, 0x1000), mask, stack, _space(rows), History(), -1)
+    assert frames[:3] == [0x1000, 0x1FFF, 0x5555_0000 - 1]
+
+
 def test_x86_64_plt_cfa_expression() -> None:
     # glibc PLT: CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0)
     expr = bytes([0x77, 8, 0x80, 0, 0x3F, 0x1A, 0x3B, 0x2A, 0x33, 0x24, 0x22])
