@@ -232,7 +232,10 @@ def _process_data(p: _Process, samples: int) -> dict:
                           -share(k)[0], -share(k)[1], k))],
         "paths": [{"frames": list(path[:-1]), "truncated": path[-1], "samples": n,
                    "percent": _percent(n, p.samples)}
-                  for path, n in sorted(p.paths.items(), key=lambda kv: (-kv[1], kv[0]))],
+                  # names then the truncation flag: paths of other lengths never compare a
+                  # flag with a name
+                  for path, n in sorted(p.paths.items(),
+                                        key=lambda kv: (-kv[1], kv[0][:-1], kv[0][-1]))],
     }
 
 

@@ -184,3 +184,14 @@ def test_cli_max_unresolved_sets_the_exit_status(tmp_path):
 def test_cli_json_needs_summary():
     r = run_cli("--json", GOLDEN_FORK)
     assert r.returncode == 2 and "--json goes with --summary" in r.stderr
+
+
+def test_paths_of_other_lengths_with_equal_counts_sort():
+    """A path that is a prefix of a longer one, both once: the sort compared the short
+    path's truncation flag with the long one's next name (TypeError on a -a recording)."""
+    p = reports._Process(1, "x")
+    p.samples = 2
+    p.paths[("a", False)] += 1
+    p.paths[("a", "b", True)] += 1
+    paths = reports._process_data(p, 2)["paths"]
+    assert [x["frames"] for x in paths] == [["a"], ["a", "b"]]
