@@ -2,18 +2,25 @@
 
 C++ (`_Z…`) goes through libstdc++'s `__cxa_demangle` (called with ctypes), so the text is
 exactly what upstream prints. Rust legacy (`_ZN…17h<16 hex>E`) and v0 (`_R…`) symbols go
-through the rustc-demangle crate (via pyderust) in its alternate form, i.e. without the
-`::h…` hash and crate disambiguators — what upstream prints when its rustc-demangle plug-in
-is installed. Anything else (including D symbols) is returned unchanged.
+through the rustc-demangle crate (via pyderust, an optional dependency: `pip install
+perfparser-py[rust]`) in its alternate form, i.e. without the `::h…` hash and crate
+disambiguators — what upstream prints when its rustc-demangle plug-in is installed. Without
+pyderust, legacy names go through `__cxa_demangle` with the hash cut off (the same text for
+the names that have no special characters) and v0 names stay mangled, said once on stderr.
+Anything else (including D symbols) is returned unchanged.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from functools import lru_cache
 
-import pyderust
+try:
+    import pyderust
+except ImportError:  # no wheel for this machine: the fallback below
+    pyderust = None
 
 # A legacy Rust symbol ends with a 17-character `h<16 hex>` path element (optionally followed
 # by a `.llvm.…`-style suffix); C++ names never do, so only these go to the Rust demangler.
@@ -74,6 +81,8 @@ def demangle(name: str) -> str:
     if len(name) < 3:
         return name
     if name.startswith("_R") or _RUST_LEGACY.fullmatch(name):
+        if pyderust is None:
+            return _rust_without_pyderust(name)
         try:
             return pyderust.demangle(name)
         except ValueError:
@@ -81,6 +90,23 @@ def demangle(name: str) -> str:
     if name.startswith("_Z"):
         out = _cxx_text(name)
         return name if out is None else out
+    return name
+
+
+_HASH = re.compile(r"::h[0-9a-f]{16}$")
+_warned_rust = False
+
+
+def _rust_without_pyderust(name: str) -> str:
+    global _warned_rust
+    if name.startswith("_ZN"):
+        out = _cxx_text(name.split(".", 1)[0])
+        if out is not None:
+            return _HASH.sub("", out)
+    elif not _warned_rust:
+        _warned_rust = True
+        print("perfparser: Rust v0 symbols stay mangled: pyderust is not installed "
+              "(pip install 'perfparser-py[rust]')", file=sys.stderr)
     return name
 
 

@@ -68,3 +68,16 @@ def test_unchanged() -> None:
     for name in ("", "a", "_Z", "_R", "main", "_Zfoo", "_Rxyz!", "_D3foo3barFZv",
                  "$a", "printf@plt", "_ZN3foo"):
         assert demangle(name) == name
+
+
+def test_without_pyderust_legacy_rust_still_demangles_and_v0_warns_once(monkeypatch, capsys):
+    from perfparser_py import demangle as D
+
+    monkeypatch.setattr(D, "pyderust", None)
+    monkeypatch.setattr(D, "_warned_rust", False)
+    assert D._rust_without_pyderust("_ZN4core3fmt9Formatter3pad17h0123456789abcdefE") == \
+        "core::fmt::Formatter::pad"
+    assert D._rust_without_pyderust("_RNvCs1234_4main3foo") == "_RNvCs1234_4main3foo"
+    assert D._rust_without_pyderust("_RNvCs1234_4main3bar") == "_RNvCs1234_4main3bar"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pyderust is not installed" in err
