@@ -1,6 +1,7 @@
 """Shared fixtures: the corpus is read in place from ../shared/corpus."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,35 @@ for _name in [n for n in os.environ if n.startswith("DEBUGINFOD_")]:
     del os.environ[_name]
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = (REPO / ".." / "shared" / "corpus").resolve()
+SHARED = (REPO / ".." / "shared").resolve()
+CORPUS = SHARED / "corpus"
+# the modules that read ../shared (the corpus, the spec's golden streams), by their text
+_READS_SHARED = re.compile(r'"shared"|\bCORPUS\b|\bcorpus_dir\b|\bGOLDEN\b')
+_left_out: list[str] = []
+
+
+def pytest_configure(config) -> None:
+    if not SHARED.is_dir() and os.environ.get("PERFPARSER_REQUIRE_CORPUS"):
+        raise pytest.UsageError(f"{SHARED} not found, and PERFPARSER_REQUIRE_CORPUS is set "
+                                "(CI): the corpus tests must run")
+
+
+def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
+    """Without ../shared (a source tarball), leave out the modules that read it."""
+    if SHARED.is_dir() or collection_path.suffix != ".py" or \
+            not collection_path.name.startswith("test_"):
+        return None
+    if _READS_SHARED.search(collection_path.read_text(errors="replace")):
+        _left_out.append(str(collection_path.relative_to(REPO)))
+        return True
+    return None
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _left_out:
+        terminalreporter.write_line(
+            f"{len(_left_out)} test modules not run: they read {SHARED}, the shared corpus "
+            "and spec, which a source tarball does not have")
 
 
 @pytest.fixture(scope="session")
