@@ -63,7 +63,7 @@ def wanted(r, source) -> bool:
         return False
     if switch == "1":
         return True
-    return len(source.buffer()) >= _MIN_BYTES and cpus.usable() >= 2
+    return source.size >= _MIN_BYTES and cpus.usable() >= 2
 
 
 def run_split(r, source) -> int:

@@ -1,4 +1,5 @@
-"""Input sources (CLI.md §4): a regular file (mmapped), stdin, or a TCP connection.
+"""Input sources (CLI.md §4): a regular file (mmapped), a perf.data directory, stdin, or a TCP
+connection.
 
 Streams are read sequentially with bounded memory; file-format data arriving on a stream is
 spooled to a temporary file first (SEMANTICS §2.7) and then read like a file.
@@ -47,6 +48,10 @@ class Source:
     def spool(self, prefix: bytes) -> Source:
         raise NotImplementedError
 
+    def parts(self) -> list[Source]:
+        """The other files of the perf.data directory whose `data` this is (FileSource)."""
+        return []
+
     def close(self) -> None:
         pass
 
@@ -54,6 +59,7 @@ class Source:
 class FileSource(Source):
     def __init__(self, fileobj: BinaryIO) -> None:
         self._file = fileobj
+        self.name = getattr(fileobj, "name", "")
         size = os.fstat(fileobj.fileno()).st_size
         if size:
             self._map = mmap.mmap(fileobj.fileno(), 0, access=mmap.ACCESS_READ)
@@ -63,6 +69,7 @@ class FileSource(Source):
             self._view = memoryview(b"")
         self._pos = 0
         self._released = 0
+        self._parts: list[FileSource] | None = None
 
     def release(self, upto: int) -> None:
         # Mapped file pages count in our RSS once touched, so a multi-GB recording would
@@ -81,12 +88,53 @@ class FileSource(Source):
     def buffer(self) -> memoryview:
         return self._view
 
+    @property
+    def size(self) -> int:
+        """Bytes of recording behind this source."""
+        return len(self.buffer())
+
     def spool(self, prefix: bytes) -> Source:
         return self
+
+    def part_paths(self) -> list[str]:
+        """The files of a perf.data directory (`perf record --threads`, perf's data.c) that
+        hold its records, when this file is its `data` (header, features, the records perf
+        synthesized): the regular files named data.* beside it, as perf takes them, in the
+        order of their numbers, which decides between records of equal time."""
+        def order(name: str) -> tuple[int, int, str]:
+            suffix = name[5:]
+            return (0, int(suffix), name) if suffix.isdigit() else (1, 0, name)
+
+        if not isinstance(self.name, str):
+            return []  # a temporary file (spooled stream): nothing beside it
+        folder = os.path.dirname(self.name) or "."
+        try:
+            names = sorted((n for n in os.listdir(folder) if n.startswith("data.")), key=order)
+        except OSError as exc:
+            raise PerfDataError(f"Failed to read directory {folder}: {exc.strerror}",
+                                CANNOT_OPEN) from None
+        return [p for p in (os.path.join(folder, n) for n in names) if os.path.isfile(p)]
+
+    def parts(self) -> list[FileSource]:
+        """Sources of part_paths(), opened once."""
+        if self._parts is None:
+            self._parts = [FileSource(_open(p)) for p in self.part_paths()]
+        return self._parts
 
     def close(self) -> None:
         # memoryviews handed out (samples' stacks) may outlive us; the mmap goes with them
         self._file.close()
+        for p in self._parts or ():
+            p.close()
+
+
+class DirectorySource(FileSource):
+    """A perf.data directory (`perf record --threads`) opened through its file `data`: its
+    size counts the data.N files too."""
+
+    @property
+    def size(self) -> int:
+        return len(self.buffer()) + sum(os.path.getsize(p) for p in self.part_paths())
 
 
 class StreamSource(Source):
@@ -168,16 +216,21 @@ def _permission_hint(path: str, exc: OSError) -> str:
             f"sudo chown $USER {path})")
 
 
+def _open(path: str) -> BinaryIO:
+    try:
+        return open(path, "rb")  # noqa: SIM115 - owned by the Source
+    except OSError as exc:
+        raise PerfDataError(f"Failed to open file {path}: {exc.strerror}"
+                            f"{_permission_hint(path, exc)}", CANNOT_OPEN) from None
+
+
 def open_source(input_path: str | None, host: str | None, port: int) -> Source:
-    """--input FILE, else --host/--port, else stdin."""
+    """--input FILE or DIRECTORY, else --host/--port, else stdin."""
     if input_path is not None:
-        try:
-            f = open(input_path, "rb")  # noqa: SIM115 - owned by the Source
-            regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)
-            return FileSource(f) if regular else StreamSource(f)
-        except OSError as exc:
-            raise PerfDataError(f"Failed to open file {input_path}: {exc.strerror}"
-                                f"{_permission_hint(input_path, exc)}", CANNOT_OPEN) from None
+        if os.path.isdir(input_path):
+            return DirectorySource(_open(os.path.join(input_path, "data")))
+        f = _open(input_path)
+        return FileSource(f) if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else StreamSource(f)
     if host is not None:
         sock = _connect(host, port)
         return StreamSource(sock.makefile("rb"), sock=sock)

@@ -32,6 +32,7 @@ FEAT_CPU_TOPOLOGY = 13
 FEAT_NUMA_TOPOLOGY = 14
 FEAT_PMU_MAPPINGS = 16
 FEAT_GROUP_DESC = 17
+FEAT_DIR_FORMAT = 24  # perf.data directory (perf record --threads): u64 layout version
 
 
 def _string(i) -> Construct:
@@ -76,6 +77,7 @@ def feature_structs(big_endian: bool) -> dict[int, Construct]:
         FEAT_PMU_MAPPINGS: PrefixedArray(i.u32, Struct("type" / i.u32, "name" / s)),
         FEAT_GROUP_DESC: PrefixedArray(i.u32, Struct(
             "name" / s, "leader_idx" / i.u32, "nr_members" / i.u32)),
+        FEAT_DIR_FORMAT: i.u64,
         h.FEAT_COMPRESSED: Struct(
             "version" / i.u32, "type" / i.u32, "level" / i.u32, "ratio" / i.u32,
             "mmap_len" / i.u32),
@@ -104,6 +106,7 @@ class Features:
     group_descs: list[tuple[bytes, int, int]] = field(default_factory=list)
     compressed: tuple[int, int, int, int, int] | None = None  # version, type, level, ratio, mmap_len
     tracing_data: bytes | None = None
+    dir_format: int | None = None  # DIR_FORMAT's version: 1 = records also in data.N files
     # raw EVENT_DESC entries: (attr bytes, name, ids); the reader turns them into AttrEvents
     event_desc: list[tuple[bytes, bytes, tuple[int, ...]]] = field(default_factory=list)
 
@@ -133,6 +136,8 @@ def _apply(f: Features, bit: int, v) -> None:
         f.pmu_mappings = [(m.type, m.name) for m in v]
     elif bit == FEAT_GROUP_DESC:
         f.group_descs = [(g.name, g.leader_idx, g.nr_members) for g in v]
+    elif bit == FEAT_DIR_FORMAT:
+        f.dir_format = v
     elif bit == h.FEAT_COMPRESSED:
         f.compressed = (v.version, v.type, v.level, v.ratio, v.mmap_len)
 

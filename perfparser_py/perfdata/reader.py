@@ -4,6 +4,7 @@ everything decodable before a fault."""
 
 from __future__ import annotations
 
+import copy
 import struct
 import sys
 from collections.abc import Iterator
@@ -211,8 +212,10 @@ class PerfReader:
         end = min(data_offset + data_size, len(buf))
         progress = (data_offset, data_size)
         if not unfinished:
-            yield from self._finish(self._records(buf, data_offset, end, progress,
-                                                  release=release))
+            records = self._records(buf, data_offset, end, progress, release=release)
+            if features.dir_format:
+                records = self._directory(records, data_size, features.dir_format)
+            yield from self._finish(records)
             return
         pos = None  # where the records stopped; None when reading them failed
         try:
@@ -221,6 +224,32 @@ class PerfReader:
             yield from self._finish(iter(()))
         finally:
             _warn_unfinished(pos, end)
+
+    def _directory(self, records: Iterator[object], data_size: int, version: int):
+        """A perf.data directory's data section merged with its data.N files (directory.py)."""
+        if version != 1:
+            raise _header_error(f"perf.data directory of unknown layout version {version}")
+        files = self.source.parts()
+        if not files:
+            print("perfparser: the recording is a perf.data directory whose data.N files, "
+                  "which hold its samples, are not beside its header file", file=sys.stderr)
+            return records
+        from .directory import merged
+
+        streams = [records, *(self._part_records(f) for f in files)]
+        return merged(streams, [data_size, *(f.size for f in files)])
+
+    def _part_records(self, source) -> Iterator[object]:
+        """A data.N file's records (from offset 0, no header), decoded with this reader's
+        attributes and with a decompression state of their own, as perf has one per file."""
+        part = copy.copy(self)
+        part._zstd, part._leftover = None, b""
+        buf = source.buffer()
+        try:
+            yield from part._finish(part._records(buf, 0, len(buf), (0, len(buf)),
+                                                  release=source.release))
+        except PerfDataError as exc:
+            raise PerfDataError(f"{source.name}: {exc}", exc.exit_code) from None
 
     # ---------------------------------------------------------------- pipe mode
 
