@@ -48,8 +48,8 @@ _PIPE_BYTES = 16 << 20  # wanted pipe capacity (capped by the system's pipe-max-
 _BACKLOG_BYTES = 16 << 20  # batches the child keeps in memory while the pipe is full
 
 # item tags: (tag, ...) tuples
-(FUSED, NUMBERED, CHAIN, FULL, MAPPING, TASK_ITEM, COMM, PROGRESS, PARSE, ATTR, VIOLATION,
- ERROR, CRASH, END) = range(14)
+(FUSED, NUMBERED, CHAIN, FULL, MAPPING, KSYMBOL, TASK_ITEM, COMM, PROGRESS, PARSE, ATTR,
+ VIOLATION, ERROR, CRASH, END) = range(15)
 _TASK_TYPES = (ev.CommEvent, *TASK_EVENTS)  # a TASK_ITEM names its event type by index
 _TASK_CODE = {t: i for i, t in enumerate(_TASK_TYPES)}
 _new = tuple.__new__
@@ -128,7 +128,7 @@ class _Forwarder:
     def mmap(self, e) -> None:
         if self.mirror:
             self.spaces.mmap(e)
-        self.put((MAPPING,) + e)
+        self.put((KSYMBOL if type(e) is ev.KsymbolEvent else MAPPING,) + e)
 
     def task(self, item) -> None:
         if self.mirror:
@@ -347,6 +347,8 @@ def _replay(r, pipe) -> int:
                 full(_new(ev.SampleEvent, (attrs[item[1]],) + item[3:]), item[2])
             elif tag == MAPPING:
                 mmap(_new(ev.MmapEvent, item[1:]))
+            elif tag == KSYMBOL:
+                mmap(_new(ev.KsymbolEvent, item[1:]))
             elif tag == TASK_ITEM:
                 e = _new(_TASK_TYPES[item[1]], item[2:])
                 task((e, comm_string(e.comm)) if type(e) is ev.CommEvent else (e,))

@@ -20,7 +20,8 @@ from .perfdata import events as ev
 from .perfdata.attr import generated_name
 from .perfdata.errors import PerfDataError
 from .perfdata.fast import FusedSample
-from .session import KERNEL_PID, MISC_COMM_EXEC, Mapping, Session, is_special
+from .perfdata.records import KSYMBOL_UNREGISTER
+from .session import KERNEL_PID, MISC_COMM_EXEC, Mapping, Session, SymbolMapping, is_special
 from .symbolize import Symbolizer
 from .unwind.framepointer import callchain_frames
 
@@ -61,6 +62,9 @@ class Spaces:
         self._cfi: dict[int, object] = {}
 
     def mmap(self, e) -> None:
+        if type(e) is ev.KsymbolEvent:
+            self.ksymbol(e)
+            return
         path = e.filename
         local = image = None
         bias = None
@@ -86,6 +90,13 @@ class Spaces:
         self.session.add_mapping(
             e.pid, Mapping(e.addr, e.addr + e.len, e.pgoff, path, local, image, bias, base)
         )
+
+    def ksymbol(self, e) -> None:
+        """Kernel code named by a KSYMBOL record: a map of its own, or gone (as perf does)."""
+        if e.flags & KSYMBOL_UNREGISTER:
+            self.session.remove_kernel_range(e.addr, e.addr + e.len)
+        else:
+            self.session.add_mapping(KERNEL_PID, SymbolMapping(e.addr, e.addr + e.len, e.name))
 
     def _missing(self, path: bytes) -> None:
         """An mmapped file that is not on this machine (the Sink reports it)."""
@@ -199,7 +210,7 @@ class Sink(Spaces):
 
     def mmap(self, e) -> None:
         super().mmap(e)
-        if e.pid == KERNEL_PID:
+        if type(e) is ev.MmapEvent and e.pid == KERNEL_PID:  # not a KSYMBOL's or a JIT's
             self.kernel_symbols.kernel_mmap(e.filename, e.addr, e.addr + e.len, e.pgoff)
 
     def _missing(self, path: bytes) -> None:
@@ -443,7 +454,7 @@ def enqueue(queue: EventQueue, e, comm_id) -> bool:
         queue.add_sample(e[2], e[9], e)
     elif kind is ev.SampleEvent:
         queue.add_sample(e.time, e.size, e)
-    elif kind is ev.MmapEvent:
+    elif kind is ev.MmapEvent or kind is ev.KsymbolEvent:
         queue.add(MMAP, e.time, e.size, e)
     elif kind is ev.CommEvent:
         queue.add(TASK, e.time, e.size, (e, comm_id(e.comm)))

@@ -61,12 +61,23 @@ class Mapping:
         self.base_vaddr = None if bias is None else base - bias  # ELF address at base
 
     def piece(self, start: int, end: int) -> Mapping:
-        return Mapping(start, end, self.pgoff + (start - self.start), self.path, self.local,
-                       self.image, self.bias, self.base)
+        return type(self)(start, end, self.pgoff + (start - self.start), self.path, self.local,
+                          self.image, self.bias, self.base)
 
     @property
     def binary(self) -> bytes:
         return b"" if is_special(self.path) else os.path.basename(self.path)
+
+
+class SymbolMapping(Mapping):
+    """Kernel code announced by name (PERF_RECORD_KSYMBOL: a BPF program's JIT image, a
+    trampoline): one symbol, starting at `base`, named by `path`, as perf makes it a map whose
+    dso and only symbol carry the name."""
+
+    __slots__ = ()
+
+    def __init__(self, start: int, end: int, name: bytes) -> None:
+        super().__init__(start, end, 0, name, None, None, None, start)
 
 
 class AddressSpace:
@@ -123,21 +134,28 @@ class AddressSpace:
 
     def insert(self, new: Mapping) -> bool:
         """Insert `new`, cutting what it overlaps. Returns True if anything was replaced."""
+        return self._replace(new.start, new.end, [new])
+
+    def remove(self, start: int, end: int) -> bool:
+        """Unmap [start, end). Returns True if anything was mapped there."""
+        return self._replace(start, end, [])
+
+    def _replace(self, start: int, end: int, new: list[Mapping]) -> bool:
         maps, starts = self._maps, self._starts
-        lo = bisect.bisect_right(starts, new.start) - 1
-        if lo < 0 or maps[lo].end <= new.start:
+        lo = bisect.bisect_right(starts, start) - 1
+        if lo < 0 or maps[lo].end <= start:
             lo += 1
         hi = lo
         keep: list[Mapping] = []
-        while hi < len(maps) and maps[hi].start < new.end:
+        while hi < len(maps) and maps[hi].start < end:
             old = maps[hi]
-            if old.start < new.start:
-                keep.append(old.piece(old.start, new.start))
-            if old.end > new.end:
-                keep.append(old.piece(new.end, old.end))
+            if old.start < start:
+                keep.append(old.piece(old.start, start))
+            if old.end > end:
+                keep.append(old.piece(end, old.end))
             hi += 1
         replaced = hi > lo
-        pieces = sorted([*keep, new], key=lambda m: m.start)
+        pieces = sorted([*keep, *new], key=lambda m: m.start)
         maps[lo:hi] = pieces
         starts[lo:hi] = [m.start for m in pieces]
         return replaced
@@ -225,8 +243,19 @@ class Session:
         proc = self.process(pid)
         if mapping.image is not None and proc.first_image is None:
             proc.first_image = mapping.image
+        self._invalidate(pid, proc, mapping.start, mapping.end, mapping.image is not None)
+        self._changed(pid, proc, proc.space.insert(mapping))
+
+    def remove_kernel_range(self, start: int, end: int) -> None:
+        """Kernel code at [start, end) is gone (a BPF program unloaded)."""
+        kernel = self.kernel
+        self._invalidate(KERNEL_PID, kernel, start, end, False)
+        self._changed(KERNEL_PID, kernel, kernel.space.remove(start, end))
+
+    def _invalidate(self, pid: int, proc: Process, start: int, end: int, image: bool) -> None:
+        """Before proc's space changes at [start, end): drop what the change invalidates."""
         proc.chains = {}  # replaced, never cleared in place (Sink.numbered_sample)
-        if mapping.image is not None or proc.space.has_image(mapping.start, mapping.end):
+        if image or proc.space.has_image(start, end):
             # the unwinder's caches hold what its module lookups answered, and only mappings
             # with an ELF image answer them: a data mapping over data or nothing changes no
             # answer (cc1plus maps ~150 of them, each clearing what its samples had built)
@@ -234,8 +263,10 @@ class Session:
         proc.unwound.clear()
         if pid == KERNEL_PID:
             self.kernel_generation += 1
-        if proc.space.insert(mapping):
+
+    def _changed(self, pid: int, proc: Process, replaced: bool) -> None:
+        if replaced:
             proc.changed()
         if pid == KERNEL_PID:
             maps = proc.space._maps
-            self.kernel_range = (maps[0].start, maps[-1].end)
+            self.kernel_range = (maps[0].start, maps[-1].end) if maps else (0, 0)

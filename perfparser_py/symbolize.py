@@ -12,7 +12,7 @@ from .elf.dwarf import DwarfInfo
 from .elf.finder import normalize_path
 from .elf.image import ElfImage
 from .emit import Emitter
-from .session import KERNEL_PID, Mapping, Process
+from .session import KERNEL_PID, Mapping, Process, SymbolMapping
 from .unwind.framepointer import callchain_frames
 
 _MAX_CHAINS = 1 << 16  # per process; beyond that the cache restarts (bounded memory)
@@ -118,7 +118,9 @@ class Symbolizer:
         kernel, the perf-PID.map for user space."""
         emit = self.emit
         pid = proc.pid
-        if pid == KERNEL_PID:
+        if type(m) is SymbolMapping:
+            hit = (m.base, m.path.decode("utf-8", "surrogateescape"), "")
+        elif pid == KERNEL_PID:
             hit = self._kernel_symbol(ip)
         else:
             hit = self._jit_symbol(proc, ip) if proc.perf_map else None

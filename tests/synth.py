@@ -14,6 +14,7 @@ IP, TID, TIME, CALLCHAIN, PERIOD = 1 << 0, 1 << 1, 1 << 2, 1 << 5, 1 << 8
 SAMPLE_ID_ALL = 1 << 18
 FREQ = 1 << 10
 CONTEXT_USER = 2**64 - 512
+CONTEXT_KERNEL = 2**64 - 128
 
 REC_MMAP, REC_COMM, REC_EXIT, REC_FORK, REC_SAMPLE, REC_MMAP2 = 1, 3, 4, 7, 9, 10
 REC_FINISHED_ROUND, REC_HEADER_ATTR = 68, 64
@@ -66,8 +67,19 @@ class PipeWriter:
         )
         self._record(REC_MMAP2, 0x2, body)  # misc: user
 
+    def record(self, rtype: int, body: bytes, pid: int = -1, tid: int = -1, time: int = 0,
+               misc: int = 0, sample_id: bool = True) -> None:
+        """Any record: `body` as the kernel lays it out, then (sample_id) the trailer."""
+        self._record(rtype, misc, body + (self._trailer(pid, tid, time) if sample_id else b""))
+
+    def ksymbol(self, addr: int, length: int, name: bytes, time: int, ksym_type: int = 1,
+                unregister: bool = False) -> None:
+        """PERF_RECORD_KSYMBOL (17): {addr u64, len u32, ksym_type u16, flags u16, name}."""
+        body = struct.pack("<QIHH", addr, length, ksym_type, int(unregister)) + _pad(name)
+        self.record(17, body, time=time, misc=1)  # misc: kernel
+
     def sample(self, pid: int, tid: int, time: int, ip: int, callchain: list[int] | None = None,
-               period: int = 1000) -> None:
+               period: int = 1000, kernel: bool = False) -> None:
         body = b""
         if self.sample_type & IP:
             body += struct.pack("<Q", ip)
@@ -78,9 +90,10 @@ class PipeWriter:
         if self.sample_type & PERIOD:
             body += struct.pack("<Q", period)
         if self.sample_type & CALLCHAIN:
-            chain = [CONTEXT_USER, *(callchain if callchain is not None else [ip])]
+            context = CONTEXT_KERNEL if kernel else CONTEXT_USER
+            chain = [context, *(callchain if callchain is not None else [ip])]
             body += struct.pack(f"<Q{len(chain)}Q", len(chain), *chain)
-        self._record(REC_SAMPLE, 0x2, body)
+        self._record(REC_SAMPLE, 0x1 if kernel else 0x2, body)
 
     def finished_round(self) -> None:
         self._record(REC_FINISHED_ROUND, 0, b"")

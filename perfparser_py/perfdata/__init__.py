@@ -12,6 +12,7 @@ from .events import (
     FinishedInitEvent,
     FinishedRoundEvent,
     ForkEvent,
+    KsymbolEvent,
     LostEvent,
     LostSamplesEvent,
     MmapEvent,
@@ -25,7 +26,7 @@ from .reader import PerfReader
 
 __all__ = [
     "AttrEvent", "CommEvent", "DataStartEvent", "ExitEvent", "Features", "FeaturesEvent",
-    "FinishedInitEvent", "FinishedRoundEvent", "ForkEvent", "LostEvent", "LostSamplesEvent",
-    "MmapEvent", "PerfDataError", "PerfEventAttr", "PerfReader", "ProgressEvent", "SampleEvent",
+    "FinishedInitEvent", "FinishedRoundEvent", "ForkEvent", "KsymbolEvent", "LostEvent",
+    "LostSamplesEvent", "MmapEvent", "PerfDataError", "PerfEventAttr", "PerfReader", "ProgressEvent", "SampleEvent",
     "SwitchEvent", "TracingDataEvent", "generated_name",
 ]

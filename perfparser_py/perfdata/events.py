@@ -157,6 +157,21 @@ class SwitchEvent:
 
 
 @named_tuple
+class KsymbolEvent:
+    """PERF_RECORD_KSYMBOL: kernel code announced by name (a BPF program's JIT image, an
+    out-of-line trampoline) registered at [addr, addr + len), or unregistered."""
+
+    addr: int
+    len: int
+    ksym_type: int  # 1 BPF, 2 OOL
+    flags: int  # 1 unregister
+    name: bytes
+    time: int
+    cpu: int
+    size: int
+
+
+@named_tuple
 class FinishedRoundEvent:
     pass
 

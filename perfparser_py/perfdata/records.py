@@ -99,6 +99,7 @@ MISC_COMM_EXEC = 0x2000  # COMM
 MISC_SWITCH_OUT = 0x2000  # SWITCH
 MISC_MMAP_DATA = 0x2000  # MMAP/MMAP2: non-executable mapping
 MISC_MMAP_BUILD_ID = 0x4000  # MMAP2 carries a build id instead of maj/min/ino
+KSYMBOL_UNREGISTER = 1  # KSYMBOL flags
 
 PROT_READ = 1
 PROT_EXEC = 4
@@ -134,7 +135,10 @@ def record_structs(big_endian: bool) -> dict[int, Construct]:
                            "namespaces" / Struct("dev" / i.u64, "ino" / i.u64)[this.nr]),
         KSYMBOL: Struct("addr" / i.u64, "len" / i.u32, "ksym_type" / i.u16, "flags" / i.u16,
                         "name" / _cstring()),
+        BPF_EVENT: Struct("type" / i.u16, "flags" / i.u16, "id" / i.u32, "tag" / Bytes(8)),
         CGROUP: Struct("id" / i.u64, "path" / _cstring()),
+        TEXT_POKE: Struct("addr" / i.u64, "old_len" / i.u16, "new_len" / i.u16,
+                          "bytes" / GreedyBytes),
         HEADER_ATTR: Struct("attr" / attr_struct(big_endian), "ids" / GreedyRange(i.u64)),
         HEADER_EVENT_TYPE: Struct("event_id" / i.u64, "name" / _cstring(Bytes(64))),
         HEADER_TRACING_DATA: Struct("size" / i.u32),
@@ -281,7 +285,8 @@ def decode_record(rtype: int, misc: int, size: int, body: bytes, sample_attr: Pe
         return ev.FinishedRoundEvent()
     if rtype == FINISHED_INIT:
         return ev.FinishedInitEvent()
-    if rtype not in (MMAP, MMAP2, COMM, FORK, EXIT, LOST, LOST_SAMPLES, SWITCH, SWITCH_CPU_WIDE):
+    if rtype not in (MMAP, MMAP2, COMM, FORK, EXIT, LOST, LOST_SAMPLES, SWITCH, SWITCH_CPU_WIDE,
+                     KSYMBOL):
         return None
     rest, (spid, stid, time, cpu) = _trailer(body, global_attr)
     if rtype == MMAP2:
@@ -303,6 +308,8 @@ def decode_record(rtype: int, misc: int, size: int, body: bytes, sample_attr: Pe
         return cls(r.pid, r.ppid, r.tid, r.ptid, r.time, time, cpu, size, misc)
     if rtype == LOST:
         return ev.LostEvent(r.id, r.lost, spid, stid, time, cpu, size)
+    if rtype == KSYMBOL:
+        return ev.KsymbolEvent(r.addr, r.len, r.ksym_type, r.flags, r.name, time, cpu, size)
     if rtype == LOST_SAMPLES:
         return ev.LostSamplesEvent(r.lost, spid, stid, time, cpu, size)
     if rtype == SWITCH:
