@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import mmap
 import os
+import stat
 import struct
 import sys
 import threading
@@ -217,8 +218,9 @@ class ElfImage:
     def open(path: str) -> ElfImage | None:
         """Map and parse `path`; None if missing, unreadable, not ELF, or malformed."""
         try:
-            with open(path, "rb") as f:
-                if f.read(4) != b"\x7fELF":
+            # non-blocking: a FIFO at a recorded path must not hang the run
+            with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode) or f.read(4) != b"\x7fELF":
                     return None
                 size = os.fstat(f.fileno()).st_size
                 data = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
