@@ -24,6 +24,7 @@ import struct
 import sys
 
 from . import cpus
+from .jitdump import JitDumps
 from .ordering import EventQueue
 from .perfdata import events as ev
 from .perfdata.attr import SAMPLE_REGS_USER, SAMPLE_STACK_USER
@@ -48,8 +49,9 @@ _PIPE_BYTES = 16 << 20  # wanted pipe capacity (capped by the system's pipe-max-
 _BACKLOG_BYTES = 16 << 20  # batches the child keeps in memory while the pipe is full
 
 # item tags: (tag, ...) tuples
-(FUSED, NUMBERED, CHAIN, FULL, MAPPING, KSYMBOL, TASK_ITEM, COMM, PROGRESS, PARSE, ATTR,
- VIOLATION, ERROR, CRASH, END) = range(15)
+(FUSED, NUMBERED, CHAIN, FULL, MAPPING, KSYMBOL, JIT_CODE, TASK_ITEM, COMM, PROGRESS, PARSE,
+ ATTR, VIOLATION, ERROR, CRASH, END) = range(16)
+_MAPPING_TAGS = {ev.MmapEvent: MAPPING, ev.KsymbolEvent: KSYMBOL, ev.JitCodeEvent: JIT_CODE}
 _TASK_TYPES = (ev.CommEvent, *TASK_EVENTS)  # a TASK_ITEM names its event type by index
 _TASK_CODE = {t: i for i, t in enumerate(_TASK_TYPES)}
 _new = tuple.__new__
@@ -128,7 +130,7 @@ class _Forwarder:
     def mmap(self, e) -> None:
         if self.mirror:
             self.spaces.mmap(e)
-        self.put((KSYMBOL if type(e) is ev.KsymbolEvent else MAPPING,) + e)
+        self.put((_MAPPING_TAGS[type(e)],) + e)
 
     def task(self, item) -> None:
         if self.mirror:
@@ -288,6 +290,7 @@ def _read(r, source, items: list, send) -> None:
     fwd = _Forwarder(items, spaces)
     attrs_seen = []
     queue = EventQueue(fwd, options.buffer_size, options.max_buffer_size)
+    jit = JitDumps(options.perf_map_path, options.input)
     put = items.append
 
     def comm_id(name: bytes) -> int:
@@ -296,7 +299,7 @@ def _read(r, source, items: list, send) -> None:
 
     try:
         for e in PerfReader(source, fused=True).events():
-            if enqueue(queue, e, comm_id):
+            if enqueue(queue, e, comm_id, jit):
                 pass
             elif type(e) is ev.ProgressEvent:
                 put((PROGRESS, e.fraction))
@@ -349,6 +352,8 @@ def _replay(r, pipe) -> int:
                 mmap(_new(ev.MmapEvent, item[1:]))
             elif tag == KSYMBOL:
                 mmap(_new(ev.KsymbolEvent, item[1:]))
+            elif tag == JIT_CODE:
+                mmap(_new(ev.JitCodeEvent, item[1:]))
             elif tag == TASK_ITEM:
                 e = _new(_TASK_TYPES[item[1]], item[2:])
                 task((e, comm_string(e.comm)) if type(e) is ev.CommEvent else (e,))

@@ -14,6 +14,7 @@ import sys
 from .elf.image import ElfImage
 from .elf.vdso import VDSO_NAME
 from .emit import AttributeTable, Emitter
+from .jitdump import JitDumps
 from .kernel import KernelSymbols
 from .ordering import MMAP, TASK, EventQueue
 from .perfdata import events as ev
@@ -62,8 +63,13 @@ class Spaces:
         self._cfi: dict[int, object] = {}
 
     def mmap(self, e) -> None:
-        if type(e) is ev.KsymbolEvent:
+        kind = type(e)
+        if kind is ev.KsymbolEvent:
             self.ksymbol(e)
+            return
+        if kind is ev.JitCodeEvent:
+            self.session.add_mapping(e.pid, SymbolMapping(e.addr, e.addr + e.len, e.name, e.dump,
+                                                          e.lines, e.code_index))
             return
         path = e.filename
         local = image = None
@@ -380,11 +386,12 @@ class Run:
         self.queue = EventQueue(None if self.stats_mode else self.sink, options.buffer_size,
                                 options.max_buffer_size)
         self.arch_name = options.arch or os.uname().machine  # pipe mode knows no other
+        self.jit = JitDumps(options.perf_map_path, options.input)
         self.sink.set_arch(self.arch_name)
 
     def reader_event(self, e) -> None:
         """Serial path: one event as the reader yields it."""
-        if not enqueue(self.queue, e, self.comm_string):
+        if not enqueue(self.queue, e, self.comm_string, self.jit):
             order_hooks(self.queue, e)
             self.parse_event(e)
 
@@ -445,17 +452,25 @@ CHAIN_IDS = 1 << 16  # numbered call chains (split runs) kept before starting af
 TASK_EVENTS = (ev.ForkEvent, ev.ExitEvent, ev.LostEvent, ev.SwitchEvent)
 
 
-def enqueue(queue: EventQueue, e, comm_id) -> bool:
+def enqueue(queue: EventQueue, e, comm_id, jit=None) -> bool:
     """Hand `e` to the time-ordering queue if it goes there (samples, mmaps, task events,
     round ends); False for the events handled when read. comm_id(name) is a COMM's string id,
-    defined when the COMM is read."""
+    defined when the COMM is read. jit (a jitdump.JitDumps) turns the MMAP of a jitdump into
+    the dump's functions, at their times, as perf inject --jit does."""
     kind = type(e)
     if kind is FusedSample:
         queue.add_sample(e[2], e[9], e)
     elif kind is ev.SampleEvent:
         queue.add_sample(e.time, e.size, e)
-    elif kind is ev.MmapEvent or kind is ev.KsymbolEvent:
+    elif kind is ev.MmapEvent:
+        code = jit.code_events(e) if jit is not None and e.filename.endswith(b".dump") else None
+        for c in (e,) if code is None else code:
+            queue.add(MMAP, c.time, c.size, c)
+    elif kind is ev.KsymbolEvent:
         queue.add(MMAP, e.time, e.size, e)
+    elif kind is ev.TimeConvEvent:
+        if jit is not None:
+            jit.time_conv(e)
     elif kind is ev.CommEvent:
         queue.add(TASK, e.time, e.size, (e, comm_id(e.comm)))
     elif kind in TASK_EVENTS:
@@ -463,6 +478,8 @@ def enqueue(queue: EventQueue, e, comm_id) -> bool:
     elif kind is ev.FinishedRoundEvent:
         queue.finished_round()
     else:
+        if kind is ev.AttrEvent and jit is not None:
+            jit.attr(e.attr)  # the recording's clock
         return False
     return True
 

@@ -61,8 +61,8 @@ class Mapping:
         self.base_vaddr = None if bias is None else base - bias  # ELF address at base
 
     def piece(self, start: int, end: int) -> Mapping:
-        return type(self)(start, end, self.pgoff + (start - self.start), self.path, self.local,
-                          self.image, self.bias, self.base)
+        return Mapping(start, end, self.pgoff + (start - self.start), self.path, self.local,
+                       self.image, self.bias, self.base)
 
     @property
     def binary(self) -> bytes:
@@ -70,14 +70,34 @@ class Mapping:
 
 
 class SymbolMapping(Mapping):
-    """Kernel code announced by name (PERF_RECORD_KSYMBOL: a BPF program's JIT image, a
-    trampoline): one symbol, starting at `base`, named by `path`, as perf makes it a map whose
-    dso and only symbol carry the name."""
+    """Code announced by name instead of by a file: a BPF program's JIT image or a trampoline
+    (PERF_RECORD_KSYMBOL), a JIT-compiled function (jitdump.py). One symbol, `name`, starting
+    at `base`; `path` names its binary (perf's dso: the symbol's name, or the dump); `lines`
+    are its source lines as (offset from base, line, file) in address order; `ident` keeps
+    functions of one binary apart in the shared location cache."""
 
-    __slots__ = ()
+    __slots__ = ("lines", "name")
 
-    def __init__(self, start: int, end: int, name: bytes) -> None:
-        super().__init__(start, end, 0, name, None, None, None, start)
+    def __init__(self, start: int, end: int, name: bytes, path: bytes | None = None,
+                 lines: tuple = (), ident: int | None = None, base: int | None = None) -> None:
+        super().__init__(start, end, 0, name if path is None else path, None, None, None,
+                         start if base is None else base)
+        self.name = name
+        self.lines = lines
+        self.base_vaddr = ident
+
+    def piece(self, start: int, end: int) -> SymbolMapping:
+        return SymbolMapping(start, end, self.name, self.path, self.lines, self.base_vaddr,
+                             self.base)
+
+    def line_at(self, addr: int) -> tuple[bytes, int] | None:
+        """(file, line) of addr as perf has it from the line table perf inject writes: the last
+        entry at or below addr, where the table ends at the last entry's address."""
+        lines = self.lines
+        i = bisect.bisect_right(lines, addr - self.base, key=lambda e: e[0]) - 1
+        if i < 0 or i == len(lines) - 1:
+            return None
+        return lines[i][2], lines[i][1]
 
 
 class AddressSpace:

@@ -109,8 +109,24 @@ class Symbolizer:
 
     def _without_image(self, proc: Process, m: Mapping, ip: int, is_kernel: bool,
                        binary: int, path: int, actual: int) -> int:
+        if type(m) is SymbolMapping:
+            return self._named_code(proc, m, ip, is_kernel, binary, path, actual)
         parent = self._function_without_image(proc, m, ip, is_kernel, binary, path, actual)
         return self.emit.location(ip, 0, -1, proc.pid, 0, 0, parent, path)
+
+    def _named_code(self, proc: Process, m: SymbolMapping, ip: int, is_kernel: bool,
+                    binary: int, path: int, actual: int) -> int:
+        """A frame in code that a KSYMBOL record or a jitdump names, with its source line.
+        The mapping's ident is the locations' scope: another function JIT-compiled later at
+        the same address must not get this one's locations."""
+        emit = self.emit
+        scope = -1 if m.base_vaddr is None else m.base_vaddr
+        parent = emit.location(m.base, 0, -1, proc.pid, 0, 0, -1, path, scope)
+        if not emit.has_symbol(parent):
+            emit.symbol(parent, emit.string(m.name), binary, path, is_kernel, 0, 0, actual, False)
+        at = m.line_at(ip)
+        file, line = (emit.string(at[0]), at[1]) if at else (-1, 0)
+        return emit.location(ip, 0, file, proc.pid, line, 0, parent, path, scope)
 
     def _function_without_image(self, proc: Process, m: Mapping | None, ip: int,
                                 is_kernel: bool, binary: int, path: int, actual: int) -> int:
@@ -118,9 +134,7 @@ class Symbolizer:
         kernel, the perf-PID.map for user space."""
         emit = self.emit
         pid = proc.pid
-        if type(m) is SymbolMapping:
-            hit = (m.base, m.path.decode("utf-8", "surrogateescape"), "")
-        elif pid == KERNEL_PID:
+        if pid == KERNEL_PID:
             hit = self._kernel_symbol(ip)
         else:
             hit = self._jit_symbol(proc, ip) if proc.perf_map else None

@@ -12,6 +12,7 @@ import struct
 
 IP, TID, TIME, CALLCHAIN, PERIOD = 1 << 0, 1 << 1, 1 << 2, 1 << 5, 1 << 8
 SAMPLE_ID_ALL = 1 << 18
+USE_CLOCKID = 1 << 25
 FREQ = 1 << 10
 CONTEXT_USER = 2**64 - 512
 CONTEXT_KERNEL = 2**64 - 128
@@ -26,11 +27,17 @@ def _pad(data: bytes) -> bytes:
 
 
 class PipeWriter:
-    def __init__(self, sample_type: int = IP | TID | TIME | CALLCHAIN | PERIOD) -> None:
+    def __init__(self, sample_type: int = IP | TID | TIME | CALLCHAIN | PERIOD,
+                 clockid: int | None = None) -> None:
+        """clockid: recorded with `perf record -k CLOCKID` (a VER3 attr with use_clockid)."""
         self.sample_type = sample_type
         self.out = bytearray(b"PERFILE2" + struct.pack("<Q", 16))
         # VER0 perf_event_attr: software cpu-clock, sampling period 1000
-        attr = struct.pack("<IIQQQQQIIQ", 1, 64, 0, 1000, sample_type, 0, SAMPLE_ID_ALL, 0, 0, 0)
+        flags = SAMPLE_ID_ALL | (USE_CLOCKID if clockid is not None else 0)
+        size = 64 if clockid is None else 96
+        attr = struct.pack("<IIQQQQQIIQ", 1, size, 0, 1000, sample_type, 0, flags, 0, 0, 0)
+        if clockid is not None:  # config2, branch_sample_type, regs/stack_user, clockid
+            attr += struct.pack("<QQQIi", 0, 0, 0, 0, clockid)
         self._record(REC_HEADER_ATTR, 0, attr + struct.pack("<Q", 1))
 
     def _record(self, rtype: int, misc: int, body: bytes) -> None:

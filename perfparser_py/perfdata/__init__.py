@@ -12,6 +12,7 @@ from .events import (
     FinishedInitEvent,
     FinishedRoundEvent,
     ForkEvent,
+    JitCodeEvent,
     KsymbolEvent,
     LostEvent,
     LostSamplesEvent,
@@ -19,6 +20,7 @@ from .events import (
     ProgressEvent,
     SampleEvent,
     SwitchEvent,
+    TimeConvEvent,
     TracingDataEvent,
 )
 from .features import Features
@@ -26,7 +28,8 @@ from .reader import PerfReader
 
 __all__ = [
     "AttrEvent", "CommEvent", "DataStartEvent", "ExitEvent", "Features", "FeaturesEvent",
-    "FinishedInitEvent", "FinishedRoundEvent", "ForkEvent", "KsymbolEvent", "LostEvent",
-    "LostSamplesEvent", "MmapEvent", "PerfDataError", "PerfEventAttr", "PerfReader", "ProgressEvent", "SampleEvent",
-    "SwitchEvent", "TracingDataEvent", "generated_name",
+    "FinishedInitEvent", "FinishedRoundEvent", "ForkEvent", "JitCodeEvent", "KsymbolEvent",
+    "LostEvent", "LostSamplesEvent", "MmapEvent", "PerfDataError", "PerfEventAttr",
+    "PerfReader", "ProgressEvent", "SampleEvent", "SwitchEvent", "TimeConvEvent",
+    "TracingDataEvent", "generated_name",
 ]

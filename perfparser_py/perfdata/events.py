@@ -172,6 +172,36 @@ class KsymbolEvent:
 
 
 @named_tuple
+class TimeConvEvent:
+    """PERF_RECORD_TIME_CONV: the recording's TSC -> perf time conversion."""
+
+    time_shift: int
+    time_mult: int
+    time_zero: int
+    time_cycles: int
+    time_mask: int
+    cap_user_time_zero: bool
+    cap_user_time_short: bool
+
+
+@named_tuple
+class JitCodeEvent:
+    """A function a JIT's jit-PID.dump maps (JIT_CODE_LOAD, or JIT_CODE_MOVE at its new
+    address): [addr, addr + len) of process pid named `name`, with its source lines as
+    (offset from addr, line, file) in address order."""
+
+    pid: int
+    addr: int
+    len: int
+    name: bytes
+    dump: bytes  # the dump's path
+    lines: tuple[tuple[int, int, bytes], ...]
+    code_index: int
+    time: int
+    size: int
+
+
+@named_tuple
 class FinishedRoundEvent:
     pass
 

@@ -23,7 +23,8 @@ from .features import feature_structs, parse_features
 _MALFORMED = (struct.error, ValueError, IndexError, OverflowError, ConstructError)
 _FINISHED_ROUND = ev.FinishedRoundEvent()
 _FINISHED_INIT = ev.FinishedInitEvent()
-_CONSTRUCT_DECODED = frozenset((r.LOST, r.LOST_SAMPLES, r.SWITCH, r.SWITCH_CPU_WIDE, r.KSYMBOL))
+_CONSTRUCT_DECODED = frozenset((r.LOST, r.LOST_SAMPLES, r.SWITCH, r.SWITCH_CPU_WIDE, r.KSYMBOL,
+                                r.TIME_CONV))
 _TOO_SMALL = "File is too small to hold perf data."
 # Mapped input before the read position minus this is released (Source.release): enough for
 # the events of the rounds still queued, so their stacks are rarely faulted back in.

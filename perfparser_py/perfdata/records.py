@@ -17,6 +17,7 @@ from construct import (
     GreedyBytes,
     GreedyRange,
     If,
+    Optional,
     Padding,
     PrefixedArray,
     Struct,
@@ -150,7 +151,11 @@ def record_structs(big_endian: bool) -> dict[int, Construct]:
         THREAD_MAP: PrefixedArray(i.u64, Struct("pid" / i.u64, "comm" / _cstring(Bytes(16)))),
         EVENT_UPDATE: Struct("type" / i.u64, "id" / i.u64, "data" / GreedyBytes),
         TIME_CONV: Struct("time_shift" / i.u64, "time_mult" / i.u64, "time_zero" / i.u64,
-                          "extension" / GreedyBytes),
+                          # perf >= 5.10 (cap_user_time_short, for TSCs that wrap)
+                          "extension" / Optional(Struct(
+                              "time_cycles" / i.u64, "time_mask" / i.u64,
+                              "cap_user_time_zero" / i.u8, "cap_user_time_short" / i.u8,
+                              Padding(6)))),
         HEADER_FEATURE: Struct("feat_id" / i.u64, "data" / GreedyBytes),
         COMPRESSED: Struct("data" / GreedyBytes),
         FINISHED_INIT: Struct(),
@@ -285,6 +290,13 @@ def decode_record(rtype: int, misc: int, size: int, body: bytes, sample_attr: Pe
         return ev.FinishedRoundEvent()
     if rtype == FINISHED_INIT:
         return ev.FinishedInitEvent()
+    if rtype == TIME_CONV:  # perf's own record: no sample_id trailer
+        r = record_structs(big_endian)[TIME_CONV].parse(body)
+        x = r.extension
+        return ev.TimeConvEvent(r.time_shift, r.time_mult, r.time_zero,
+                                x.time_cycles if x else 0, x.time_mask if x else 0,
+                                bool(x and x.cap_user_time_zero),
+                                bool(x and x.cap_user_time_short))
     if rtype not in (MMAP, MMAP2, COMM, FORK, EXIT, LOST, LOST_SAMPLES, SWITCH, SWITCH_CPU_WIDE,
                      KSYMBOL):
         return None
