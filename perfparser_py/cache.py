@@ -34,7 +34,8 @@ _HEAD = struct.Struct("<8sIII")  # magic, format, crc32 of the body, key length
 DEFAULT_MAX_BYTES = 256 << 20
 _SUFFIX = ".ppc"
 # modules whose code decides what an image record holds
-_CODE = ("elf/image.py", "elf/dwarf.py", "elf/leb128.py", "cache.py")
+_CODE = ("elf/image.py", "elf/symtab.py", "elf/dwarf.py", "elf/leb128.py", "demangle.py",
+         "cache.py")
 
 
 def _code_version() -> str:

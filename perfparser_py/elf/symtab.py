@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import sys
 from array import array
-from itertools import chain, compress, repeat
+from itertools import chain, compress, pairwise, repeat
 from operator import add, ne, or_
 
 SHN_UNDEF = 0
+STB_GLOBAL = 1
+STB_WEAK = 2
 SHN_LORESERVE = 0xFF00
 STT_TLS = 6
 
@@ -56,10 +58,10 @@ def _and(n: int, a: bytes, b: bytes) -> bytes:
 
 
 def table_rows(symtab: bytes, is_64: bool, big_endian: bool, thumb: bool
-               ) -> tuple[list[int], list[int], list[int]]:
-    """(st_value, st_size, st_name) of the table's symbols that are addresses in the image,
-    in table order: undefined, absolute/common (reserved section indexes) and TLS symbols
-    are not. `thumb` (ARM): bit 0 of a value marks Thumb code, not an address bit."""
+               ) -> tuple[list[int], list[int], list[int], list[int]]:
+    """(st_value, st_size, st_name, binding) of the table's symbols that are addresses in
+    the image, in table order: undefined, absolute/common (reserved section indexes) and TLS
+    symbols are not. `thumb` (ARM): bit 0 of a value marks Thumb code, not an address bit."""
     entsize, f_name, f_info, f_shndx, f_value, f_size = _LAYOUT_64 if is_64 else _LAYOUT_32
     n = len(symtab) // entsize
     rows = bytes(symtab[:n * entsize])
@@ -77,38 +79,59 @@ def table_rows(symtab: bytes, is_64: bool, big_endian: bool, thumb: bool
     if thumb:
         values = [v & ~1 for v in values]
     sizes = list(compress(_column(rows, n, entsize, *f_size, swap), keep))
-    return values, sizes, list(compress(_column(rows, n, entsize, *f_name, swap), keep))
+    bindings = [info >> 4 for info in compress(rows[f_info[0]::entsize], keep)]
+    return (values, sizes, list(compress(_column(rows, n, entsize, *f_name, swap), keep)),
+            bindings)
 
 
-def sorted_table(tables: list[tuple[tuple[list[int], list[int], list[int]], bytes]]
+def sorted_table(tables: list[tuple[tuple[list[int], list[int], list[int], list[int]], bytes]]
                  ) -> SymbolTable:
     """(addresses, sizes, name offsets, strings) of the rows of `tables` ((`table_rows`,
     string table) pairs) in one list by address (stable: table order among equal addresses),
-    keeping the first row of each run of equal (address, size). `strings` joins the string
-    tables, each cut after its last NUL; an offset into the cut tail or past the table (no
-    terminator: no name) points at a NUL instead. Names are read by `name_at` on a hit: most
-    rows are never asked for."""
+    keeping one row of each run of equal (address, size): the name perf shows for those
+    aliases (`_best_alias`). `strings` joins the string tables, each cut after its last NUL;
+    an offset into the cut tail or past the table (no terminator: no name) points at a NUL
+    instead. Names are read by `name_at` on a hit: most rows are never asked for."""
     strings = []
     offsets = []
     base = 0
-    for (_values, _sizes, offs), strtab in tables:
+    for (_values, _sizes, offs, _bindings), strtab in tables:
         body = strtab[:strtab.rfind(b"\0") + 1] or b"\0"
         if offs and max(offs) >= len(body):
             offs = list(map(min, offs, repeat(len(body) - 1)))
         offsets.append(map(add, offs, repeat(base)) if base else offs)
         strings.append(body)
         base += len(body)
+    joined = b"".join(strings)
     values = list(chain.from_iterable(t[0][0] for t in tables))
     sizes = list(chain.from_iterable(t[0][1] for t in tables))
     names = list(chain.from_iterable(offsets))
+    bindings = list(chain.from_iterable(t[0][3] for t in tables))
     order = sorted(range(len(values)), key=values.__getitem__)
     values = list(map(values.__getitem__, order))
     sizes = list(map(sizes.__getitem__, order))
     names = list(map(names.__getitem__, order))
+    bindings = list(map(bindings.__getitem__, order))
     # a row repeats the one before when both its address and its size are equal
     first = [True, *map(or_, map(ne, values[1:], values), map(ne, sizes[1:], sizes))]
+    starts = [i for i, f in enumerate(first) if f] + [len(first)]
+    for lo, hi in pairwise(starts):
+        if hi - lo > 1:  # aliases: the run's first row takes the best name
+            best = min(range(lo, hi), key=lambda i: _alias_rank(joined, names[i], bindings[i]))
+            names[lo] = names[best]
     return (list(compress(values, first)), list(compress(sizes, first)),
-            list(compress(names, first)), b"".join(strings))
+            list(compress(names, first)), joined)
+
+
+def _alias_rank(strings: bytes, offset: int, binding: int) -> tuple:
+    """perf's choice among symbols of one address and size (symbols__fixup_duplicate's
+    choose_best_symbol): a named one, not weak, global, fewer leading underscores, the
+    longer name, then table order (min() keeps the first of equal ranks). So a vDSO's
+    `__vdso_clock_gettime` wins over the weak `clock_gettime`, libc's `clock_gettime` over
+    the local `__clock_gettime_2`."""
+    name = name_at(strings, offset)
+    return (not name, binding == STB_WEAK, binding != STB_GLOBAL,
+            len(name) - len(name.lstrip(b"_")), -len(name))
 
 
 def name_at(strings: bytes, offset: int) -> bytes:

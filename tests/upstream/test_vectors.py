@@ -98,6 +98,26 @@ GOLDENS = {
 RENAMED = {"probe.data.stream": ("tracepoint: 0x531", "probe_untitled1:main")}
 
 
+# names of one address in the vectors' static glibc, where perf's choice of alias (ours,
+# expected_differences 43) and upstream's first-in-table differ: one name on both sides
+ALIASES = [(b"__hypot", b"hypot"), (b"__hypot", b"hypotf32x"),
+           (b"__ieee754_hypot", b"__hypot_finite"),
+           (b"__libc_start_main_impl", b"__libc_start_main"),
+           (b"__memmove_avx_unaligned_erms", b"__memcpy_avx_unaligned_erms"),
+           (b"malloc", b"__libc_malloc"), (b"__cabs", b"cabsf64")]
+_ONE_NAME = {b: a for a, b in ALIASES}
+
+
+def _one_alias_name(stream_path: Path, out: Path) -> Path:
+    """The stream with one name for each pair of ALIASES."""
+    stream = P.read_stream(stream_path.read_bytes())
+    out.write_bytes(P.HEADER + b"".join(
+        P.encode(P.String(m.id, _ONE_NAME.get(m.string, m.string))
+                 if isinstance(m, P.String) else m, stream.flavour)
+        for m in stream.messages))
+    return out
+
+
 @pytest.mark.parametrize("vector", sorted(GOLDENS))
 def test_same_stacks_as_upstream_golden(vector: str, tmp_path: Path, capsys) -> None:
     """tools/compare in --reference-stream mode: every sample's stack equals upstream's (and
@@ -106,8 +126,9 @@ def test_same_stacks_as_upstream_golden(vector: str, tmp_path: Path, capsys) -> 
 
     from perfparser_py import compare
 
-    ours = our_stream(vector, tmp_path)
-    golden = GOLDEN / f"{GOLDENS[vector]}.qperfstream"
+    ours = _one_alias_name(our_stream(vector, tmp_path), tmp_path / "ours.aliased")
+    golden = _one_alias_name(GOLDEN / f"{GOLDENS[vector]}.qperfstream",
+                             tmp_path / "golden.aliased")
     code = compare.main(["--ours-stream", str(ours), "--reference-stream", str(golden),
                          "--json", "--show", "1000"])
     if vector not in RENAMED:
