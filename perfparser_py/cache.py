@@ -23,6 +23,8 @@ import sys
 import zlib
 from collections.abc import Mapping
 
+from .regular import read_regular
+
 try:  # what hashlib.blake2b is; importing hashlib itself loads OpenSSL (~3 ms of a start)
     from _blake2 import blake2b
 except ImportError:  # an interpreter without the builtin module
@@ -33,6 +35,7 @@ _MAGIC = b"PPYCACHE"
 _HEAD = struct.Struct("<8sIII")  # magic, format, crc32 of the body, key length
 DEFAULT_MAX_BYTES = 256 << 20
 _SUFFIX = ".ppc"
+MAX_ENTRY = 64 << 20  # the largest entry read back (docs/robustness.md)
 # modules whose code decides what an image record holds
 _CODE = ("elf/image.py", "elf/dwarf.py", "elf/leb128.py", "cache.py")
 
@@ -171,10 +174,9 @@ def _load(path: str, key: bytes) -> dict:
     """The dict stored for `key` at `path`; empty if absent, stale or corrupt."""
     import lz4.block
 
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError:
+    # the cache's own files are never links, FIFOs or devices, nor larger than it may grow
+    raw = read_regular(path, MAX_ENTRY, follow=False)
+    if raw is None:
         return {}
     try:
         magic, fmt, crc, klen = _HEAD.unpack_from(raw)

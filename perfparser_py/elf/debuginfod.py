@@ -23,6 +23,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 
+from ..regular import read_regular
+
 # (url, bytes so far, total bytes or 0 when unknown)
 ProgressFn = Callable[[str, int, int], None]
 
@@ -146,10 +148,10 @@ class DebuginfodClient:
         if st.st_size > 0:
             return target
         # An empty file records a recent miss (elfutils writes it with mode 000).
+        text = read_regular(os.path.join(self.cache_dir, "cache_miss_s"), 64)
         try:
-            with open(os.path.join(self.cache_dir, "cache_miss_s")) as f:
-                miss_s = int(f.read().strip() or DEFAULT_CACHE_MISS_S)
-        except (OSError, ValueError):
+            miss_s = int(text.strip() or DEFAULT_CACHE_MISS_S) if text else DEFAULT_CACHE_MISS_S
+        except ValueError:
             miss_s = DEFAULT_CACHE_MISS_S
         return False if time.time() - st.st_mtime < miss_s else None
 

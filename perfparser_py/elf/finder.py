@@ -13,6 +13,7 @@ import os
 import zlib
 from collections.abc import Callable
 
+from ..regular import open_regular
 from .image import ElfImage, warn_once
 
 TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 
 # Bounds for walking a user-given search directory (someone may pass their home directory).
 _MAX_WALK_ENTRIES = 500_000
+# Largest .gnu_debuglink candidate whose whole-file CRC is computed (docs/robustness.md).
+MAX_DEBUGLINK_CRC = 4 << 30
 
 
 def normalize_path(path: str) -> str:
@@ -42,11 +45,15 @@ def build_id_matches(recorded: bytes, actual: bytes | None) -> bool:
     return len(recorded) == 20 and n < 20 and recorded[:n] == actual and not any(recorded[n:])
 
 
-def file_crc32(path: str) -> int | None:
-    """CRC-32 of a file as used by .gnu_debuglink; None if unreadable."""
+def file_crc32(path: str, max_size: int = MAX_DEBUGLINK_CRC) -> int | None:
+    """CRC-32 of a file as used by .gnu_debuglink; None if unreadable, not a regular file or
+    larger than `max_size` (a huge sparse file would cost a minute of reading)."""
+    f = open_regular(path, max_size=max_size)
+    if f is None:
+        return None
     crc = 0
     try:
-        with open(path, "rb") as f:
+        with f:
             while chunk := f.read(1 << 20):
                 crc = zlib.crc32(chunk, crc)
     except OSError:

@@ -17,6 +17,7 @@ import threading
 import zlib
 
 from ..demangle import demangle
+from ..regular import open_regular
 from .notes import gnu_build_id
 from .symtab import SymbolTable, name_at, sorted_table, table_rows
 
@@ -216,8 +217,11 @@ class ElfImage:
     @staticmethod
     def open(path: str) -> ElfImage | None:
         """Map and parse `path`; None if missing, unreadable, not ELF, or malformed."""
+        f = open_regular(path)
+        if f is None:  # missing, or a FIFO, device, our own stdout...: never read
+            return None
         try:
-            with open(path, "rb") as f:
+            with f:
                 if f.read(4) != b"\x7fELF":
                     return None
                 size = os.fstat(f.fileno()).st_size
