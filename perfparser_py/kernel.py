@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import stat
 import struct
 import sys
 import zlib
@@ -242,9 +243,15 @@ def _read(path: str) -> tuple[bytes, str | None]:
     upstream's message. /proc/kallsyms has no identity: its size reads 0 and a module load
     changes its content."""
     f = open_regular(path, max_size=MAX_KALLSYMS)
-    if f is None:  # missing, too large, or a FIFO, device...: never read
-        raise KallsymsError("No such file or directory" if not os.path.lexists(path) else
-                            f"not a regular file of at most {MAX_KALLSYMS >> 20} MB")
+    if f is None:
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            raise KallsymsError(e.strerror or str(e)) from None
+        if not stat.S_ISREG(st.st_mode):
+            return b"", None  # a FIFO, a device (/dev/null): never read, nothing in it
+        raise KallsymsError(f"larger than {MAX_KALLSYMS >> 20} MB"
+                            if st.st_size > MAX_KALLSYMS else "cannot be opened")
     try:
         with f:
             data = f.read(MAX_KALLSYMS + 1)
