@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Callable
 
 from ..regular import open_regular
-from .image import ElfImage, warn_once
+from .image import ElfImage, reset_inflate_budget, warn_once
 
 TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
@@ -128,6 +128,7 @@ class ElfFinder:
         self.debug_paths = [d for d in debug_paths if d]
         self.build_ids = build_ids
         self._indexes = {d: _DirIndex(d) for d in ([app] if app else []) + self.extra}
+        reset_inflate_budget()  # one budget of decompressed debug data per run
         self._found: dict[bytes, tuple[str, ElfImage | None]] = {}
         self._images: dict[tuple[int, int, int, int], ElfImage | None] = {}
         self.debuginfod: DebuginfodClient | None = None

@@ -61,6 +61,7 @@ class PerfReader:
         self._trailer = None
         self._attrs_by_id: dict[int, PerfEventAttr] = {}
         self._zstd: ZstdStream | None = None
+        self._mmap_len: int | None = None
         self._leftover = b""
         self.skipped = 0  # records skipped for a malformed content (_skip)
 
@@ -176,6 +177,8 @@ class PerfReader:
         bits = [] if unfinished else h.feature_bits(list(hdr.features), self.big_endian)
         features = parse_features(buf, bits, data_offset + data_size, self.big_endian)
         check_feature(features.compressed)
+        if features.compressed is not None:
+            self._mmap_len = features.compressed[4]  # perf's bound for one record's output
         if features.tracing_data is not None:
             yield ev.TracingDataEvent(features.tracing_data)
         for attr_bytes, name, ids in features.event_desc:
@@ -370,10 +373,9 @@ class PerfReader:
 
     def _decompress(self, payload) -> Iterator[object]:
         if self._zstd is None:
-            self._zstd = ZstdStream()
-        data = self._zstd.feed(payload)
-        if self._leftover:
-            data = self._leftover + data
-        view = memoryview(data)
-        pos = yield from self._records(view, 0, len(view), partial=True)
-        self._leftover = bytes(view[pos:])
+            self._zstd = ZstdStream(self._mmap_len)
+        for chunk in self._zstd.feed(payload):
+            data = self._leftover + chunk if self._leftover else chunk
+            view = memoryview(data)
+            pos = yield from self._records(view, 0, len(view), partial=True)
+            self._leftover = bytes(view[pos:])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import struct
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -102,8 +103,10 @@ def strings(values: list[bytes], count: int | None = None) -> bytes:
 
 
 class Result:
-    def __init__(self, code: int, output: bytes, stderr: str, seconds: float) -> None:
+    def __init__(self, code: int, output: bytes, stderr: str, seconds: float,
+                 max_rss: int) -> None:
         self.code, self.output, self.stderr, self.seconds = code, output, stderr, seconds
+        self.max_rss = max_rss  # bytes
         self.stream = P.read_stream(output)
         self.samples = sum(isinstance(m, P.Sample) for m in self.stream.messages)
 
@@ -116,7 +119,8 @@ class Result:
 def run(args: list[str], timeout: float, extra_env: dict[str, str] | None = None,
         clean: bool = True) -> Result:
     """The parser on `args` with stdout a pipe and stdin a pipe left open and empty (reading
-    either would hang or eat the output), killed after `timeout` seconds."""
+    either would hang or eat the output), killed after `timeout` seconds; its peak RSS is
+    measured (wait4)."""
     e = env()
     e.update(extra_env or {})
     rfd, wfd = os.pipe()  # stdin: the write end stays open, so a read blocks
@@ -124,17 +128,26 @@ def run(args: list[str], timeout: float, extra_env: dict[str, str] | None = None
     try:
         proc = subprocess.Popen([*parser_cmd(), *args], stdin=rfd, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=e)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-            raise AssertionError(f"no answer within {timeout} s: {err.decode()[-2000:]}"
-                                 ) from None
+        outputs: dict[str, bytes] = {}
+        readers = [threading.Thread(target=lambda n=n, f=f: outputs.update({n: f.read()}))
+                   for n, f in (("out", proc.stdout), ("err", proc.stderr))]
+        for t in readers:
+            t.start()
+        killer = threading.Timer(timeout, proc.kill)
+        killer.start()
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        killer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        for t in readers:
+            t.join()
     finally:
         os.close(rfd)
         os.close(wfd)
     seconds = time.monotonic() - start
+    err = outputs["err"]
+    if seconds >= timeout:
+        raise AssertionError(f"no answer within {timeout} s: {err.decode()[-2000:]}")
     if clean:
-        assert_clean(proc.returncode, err, out)
-    return Result(proc.returncode, out, err.decode("utf-8", "replace"), seconds)
+        assert_clean(proc.returncode, err, outputs["out"])
+    return Result(proc.returncode, outputs["out"], err.decode("utf-8", "replace"), seconds,
+                  usage.ru_maxrss * 1024)
