@@ -238,8 +238,8 @@ _SCOPE = ({str, _NONE}, {int, _NONE}, {bytes, _NONE}, _INT, _INT, {bytes, _NONE}
 
 def _answers(v, check) -> bool:
     """An int-keyed dict of answers, None or what `check` accepts (a list of the others)."""
-    return type(v) is dict and set(map(type, v)) <= _INT and check(list(filter(None,
-                                                                             v.values())))
+    return type(v) is dict and set(map(type, v)) <= _INT and check(
+        [a for a in v.values() if a is not None])  # (not filter(None): () is falsy too)
 
 
 def _lines(rows: list) -> bool:  # (file, line, column)

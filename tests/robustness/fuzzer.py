@@ -496,9 +496,9 @@ def _ill_typed(rng: random.Random, record: dict) -> dict:
 def mutate_cache(rng: random.Random, cache: Path) -> str:
     """Damage the persistent cache directory under `cache` (XDG_CACHE_HOME)."""
     root = cache / "perfparser-py"
-    # regular entries only: an earlier mutation of this case may have made one a FIFO
+    # regular entries only, and not one an earlier mutation made huge
     entries = sorted(p for p in root.glob("*.ppc") if p.is_file() and not p.is_symlink()
-                     ) if root.is_dir() else []
+                     and p.stat().st_size < 64 << 20) if root.is_dir() else []
     what = rng.random()
     if what < 0.1 and root.is_dir():
         os.chmod(root, rng.choice((0o777, 0o770, 0o757, 0o700)))
@@ -729,7 +729,8 @@ def save_failure(seeds: list[Seed], seed: int, index: int, what: str, out_dir: P
     (target / "out.qperf").unlink(missing_ok=True)
     (target / "README").write_text(
         f"seed {seed} index {index}: {what}\nmutations: {case.mutations}\n"
-        f"argv: {case.argv}\nstdin: {case.stdin}\n")
+        f"argv: {case.argv}\nstdin: {case.stdin}\n"
+        + (f"XDG_CACHE_HOME: {case.cache}\n" if case.cache else ""))
     return target
 
 

@@ -122,3 +122,20 @@ def test_hostile_entries_are_misses(tmp_path, uncached, how):
     res = _run(tmp_path)
     assert res.output == uncached
     assert res.seconds < 10
+
+
+def test_record_shapes():
+    """valid_record() accepts what the code writes and nothing else (found by the fuzzer: an
+    empty tuple, being falsy, once slipped through)."""
+    from perfparser_py.cache import valid_record
+
+    scope = ("f", 1, b"a.c", 2, 0, None, 0, 0, 9)
+    good = {"symbols": ([1, 2], [0, 4], [0, 2], b"x\0y\0"), "dwarf": True,
+            "lines": {1: (b"a.c", 3, 4), 2: None}, "scopes": {1: (scope, (scope,)), 2: None},
+            "parsed": True, "lookups": {5: (5, "f", ""), 6: None}}
+    assert valid_record(good)
+    for key, bad in [("lines", {1: ()}), ("scopes", {1: ()}), ("scopes", {1: 0}),
+                     ("scopes", {1: (scope[:8], ())}), ("lookups", {1: (1, "f")}),
+                     ("symbols", ([1], [0], [0, 1], b"")), ("dwarf", 1), ("lines", {"1": None}),
+                     ("unknown", 1)]:
+        assert not valid_record({**good, key: bad}), (key, bad)
