@@ -26,7 +26,7 @@ def check_feature(compressed: tuple[int, int, int, int, int] | None) -> None:
 # feature, in pipe mode). In all, a run inflates at most RUN_BASE + RUN_RATIO times the
 # compressed bytes (perf reaches ~260x on a repetitive recording: corpus `compressed`).
 RECORD_LIMIT = 64 << 20
-RUN_BASE = 64 << 20
+RUN_BASE = 16 << 20
 RUN_RATIO = 1024
 CHUNK = 256 << 10  # decompressed bytes handed out at a time
 
