@@ -592,11 +592,12 @@ def make_case(seeds: list[Seed], seed: int, index: int, workdir: Path) -> Case:
         (workdir / "maps" / name).write_bytes(text)
         argv += ["--perf-map-path", str(workdir / "maps")]
     cache = None
-    if s.app is not None and rng.random() < CACHE_SHARE:
+    crng = random.Random(f"{seed}:{index}:cache")  # its own: earlier indices replay unchanged
+    if s.app is not None and crng.random() < CACHE_SHARE:
         cache = workdir / "cache"
         _fill_cache(argv, s.data, workdir, cache)
-        for _ in range(rng.randint(1, 3)):
-            mutations.append(mutate_cache(rng, cache))
+        for _ in range(crng.randint(1, 3)):
+            mutations.append(mutate_cache(crng, cache))
     argv += ["--output", str(workdir / "out.qperf")]
     stdin = None
     if rng.random() < 0.25:
