@@ -1,7 +1,9 @@
 """Command line, exit codes and the top-level run, as spec/CLI.md describes upstream's.
 
 Option syntax follows Qt's QCommandLineParser (what hotspot and scripts already use):
-`--name value` or `--name=value`, last one wins, positional arguments ignored.
+`--name value` or `--name=value`, last one wins. Upstream ignores positional arguments; the
+first one is taken as the input file when --input is not given (hotspot never passes one, but
+`perfparser perf.data` is the first command people type).
 """
 
 from __future__ import annotations
@@ -10,14 +12,15 @@ import gc
 import os
 import sys
 
-APP_VERSION = "10.0"
+APP_VERSION = "10.0"  # upstream's, whose command line and stream this follows
 
 # exit codes (CLI.md §5)
 NO_ERROR, TCP_SOCKET_ERROR, CANNOT_OPEN, BAD_MAGIC, HEADER_ERROR = 0, 1, 2, 3, 4
 DATA_ERROR, MISSING_DATA, INVALID_OPTION, BUFFERING_ERROR = 5, 6, 7, 8
 
 _VALUE_OPTIONS = {
-    "input": "Path to perf data file to be parsed. If not given, stdin is read.",
+    "input": "Path to perf data file to be parsed (or the first argument). If not given, "
+    "stdin is read.",
     "host": "Host to connect to for reading perf data; port defaults to 9327.",
     "port": "Port to connect to on the host given by --host.",
     "output": "Path to output file. If not given, stdout is written.",
@@ -81,6 +84,7 @@ class Options:
 def parse_args(argv: list[str]) -> dict[str, str | bool]:
     """Qt-style parse: returns option name -> value (or True for flags)."""
     values: dict[str, str | bool] = {}
+    positional: list[str] = []
     it = iter(argv)
     for arg in it:
         if arg in ("-h", "-?"):
@@ -88,6 +92,7 @@ def parse_args(argv: list[str]) -> dict[str, str | bool]:
         elif arg == "-v":
             values["version"] = True
         elif arg == "--":
+            positional.extend(it)
             break
         elif arg.startswith("--"):
             name, eq, value = arg[2:].partition("=")
@@ -108,7 +113,10 @@ def parse_args(argv: list[str]) -> dict[str, str | bool]:
                 raise UsageError(f"Unknown option '{unknown[0]}'.")
             for c in arg[1:]:
                 values["version" if c == "v" else "help"] = True
-        # positional arguments are accepted and ignored
+        else:
+            positional.append(arg)
+    if positional and "input" not in values:
+        values["input"] = positional[0]
     return values
 
 
@@ -156,21 +164,57 @@ def make_options(values: dict[str, str | bool]) -> Options:
 
 
 def usage() -> str:
-    lines = [
-        "Usage: perfparser [options]",
+    rows = [("-h, --help, -?", "Displays help on commandline options."),
+            ("--help-all", "Displays help including Qt specific options."),
+            ("-v, --version", "Displays version information.")]
+    rows += [(f"--{name} <{name}>", text) for name, text in _VALUE_OPTIONS.items()]
+    rows += [(f"--{name}", _FLAG_OPTIONS[name]) for name in ("print-stats", "no-cache")]
+    width = max(len(o) for o, _ in rows) + 4
+    return "\n".join([
+        "Usage: perfparser [options] [perf.data]",
         "Perf data parser and unwinder.",
         "perfparser-py (Python replacement of KDAB perfparser)",
         "",
         "Options:",
-        "  -h, --help, -?             Displays help on commandline options.",
-        "  --help-all                 Displays help including Qt specific options.",
-        "  -v, --version              Displays version information.",
-    ]
-    for name, text in _VALUE_OPTIONS.items():
-        lines.append(f"  --{name} <{name}>".ljust(29) + text)
-    for name in ("print-stats", "no-cache"):
-        lines.append(f"  --{name}".ljust(29) + _FLAG_OPTIONS[name])
-    return "\n".join(lines) + "\n"
+        *(f"  {o}".ljust(width) + text for o, text in rows),
+    ]) + "\n"
+
+
+def version() -> str:
+    from . import __version__, compiled_core
+
+    core = "compiled" if compiled_core() else "interpreted"  # setup.py, PERFPARSER_PY_PURE
+    return (f"perfparser-py {__version__}: perfparser {APP_VERSION}'s command line and "
+            f"stream, for hotspot 1.3 to 1.6\nperfparser-py core: {core}\n")
+
+
+def _terminal_refusal(values: dict[str, str | bool]) -> str | None:
+    """Why a run would do nothing useful at a terminal: read a perf.data typed on it, or
+    write binary to it."""
+    if "input" not in values and "host" not in values and sys.stdin.isatty():
+        return ("no input: give the perf.data file (perfparser perf.data, or --input FILE), "
+                "or pipe one in (perf record -o - ... | perfparser)")
+    if "output" not in values and not values.get("print-stats") and sys.stdout.isatty():
+        return ("not writing the binary stream to a terminal: give --output FILE or "
+                "redirect stdout (perfparser-stream2text --summary FILE shows it as text)")
+    return None
+
+
+def _pass_through(path: str, out, flavour: str) -> int:
+    from .protocol import ProtocolError
+    from .saved_stream import pass_through
+
+    try:
+        note = pass_through(path, out, flavour)
+    except ProtocolError as err:
+        _error(f"{path}: a damaged saved stream: {err}")
+        return DATA_ERROR
+    except OSError as err:
+        _error(f"Failed to open file {path}: {err.strerror}")
+        return CANNOT_OPEN
+    if note:
+        _error(f"{path}: {note}")
+    return NO_ERROR
 
 
 def _error(message: str) -> None:
@@ -206,8 +250,11 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
         sys.stdout.write(usage())
         return NO_ERROR
     if values.get("version"):
-        sys.stdout.write(f"perfparser {APP_VERSION}\n")
+        sys.stdout.write(version())
         return NO_ERROR
+    if refusal := _terminal_refusal(values):
+        _error(refusal)
+        return INVALID_OPTION
 
     out_path = values.get("output")
     try:
@@ -226,8 +273,7 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
             # forked before the big imports: a small process to copy
             from .kernel import KallsymsWorker, likely_path
 
-            worker = KallsymsWorker.start(
-                likely_path(options.kallsyms, options.sysroot, options.debug_paths()))
+            worker = KallsymsWorker.start(likely_path(options.kallsyms, options.sysroot))
         from .flavour import FlavourError, choose_flavour
 
         try:
@@ -238,6 +284,11 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
         from .standins import import_run_libraries
 
         import_run_libraries()  # before the run's modules import them whole
+        if options.input is not None and not options.print_stats:
+            from .saved_stream import is_saved_stream
+
+            if is_saved_stream(options.input):
+                return _pass_through(options.input, out, options.protocol)
         from .pipeline import run
 
         gc.freeze()  # module-level objects of the imports: never garbage, never rescanned

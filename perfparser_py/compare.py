@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import posixpath
 import shlex
 import subprocess
 import sys
@@ -24,6 +25,9 @@ from .protocol import ProtocolError, read_stream
 from .textdump import StreamState
 
 DEBIAN_REFERENCE = "/usr/lib/x86_64-linux-gnu/libexec/hotspot-perfparser"
+# perfparser options that say how to read the recording: given to both parsers
+PARSER_OPTIONS = ("app", "sysroot", "extra", "debug", "kallsyms", "arch", "perf-map-path",
+                  "max-frames", "buffer-size", "max-buffer-size")
 UNKNOWN = "??"
 
 # A logical frame: (symbol name, binary, "file:line" or "", is_inline)
@@ -60,7 +64,7 @@ def logical_frames(state: StreamState, frame_ids: list[int]) -> tuple[Frame, ...
         found = False
         for lid in state.chain(fid):
             loc = state.location(lid)
-            pos = f"{s(loc.file)}:{loc.line}" if loc.file != -1 else ""
+            pos = f"{source_path(s(loc.file))}:{loc.line}" if loc.file != -1 else ""
             sym = state.symbols.get(lid)
             if sym is None:
                 pending = pos
@@ -73,9 +77,22 @@ def logical_frames(state: StreamState, frame_ids: list[int]) -> tuple[Frame, ...
             first = False
         if not found:
             leaf = state.location(fid)
-            out.append((UNKNOWN, "", f"{s(leaf.file)}:{leaf.line}" if leaf.file != -1 else "",
-                        False))
+            out.append((UNKNOWN, "", f"{source_path(s(leaf.file))}:{leaf.line}"
+                        if leaf.file != -1 else "", False))
     return tuple(out)
+
+
+def source_path(path: str) -> str:
+    """A source path as both parsers mean it: lexically normalised, without the leading `..`
+    that only says where the compiler ran. Parsers join a line table's directory and file
+    names differently (`./csu/../sysdeps/x.h` against `../sysdeps/x.h` for one glibc file),
+    and that spelling is not a difference a user sees in hotspot."""
+    if not path:
+        return path
+    path = posixpath.normpath(path)
+    while path.startswith("../"):
+        path = path[3:]
+    return path
 
 
 def decode_side(label: str, data: bytes, exit_code: int | None = None) -> Side:
@@ -297,9 +314,10 @@ def default_reference() -> list[str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="compare",
+        prog="perfparser-compare",
         description="Compare our perfparser's stream with a reference perfparser's, "
-                    "semantically. Arguments after -- are passed to both parsers.")
+                    "semantically. The parser options below and any arguments after -- are "
+                    "passed to both parsers.")
     ap.add_argument("perf_data", nargs="?", help="perf.data to run both parsers on")
     ap.add_argument("--ours", help="our parser command (default: python -m perfparser_py.cli)")
     ap.add_argument("--reference", help="reference parser command (default: "
@@ -311,12 +329,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="percent of samples that may differ and still count as equal")
     ap.add_argument("--show", type=int, default=5, help="differing samples to show")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per parser run")
+    passed = ap.add_argument_group("parser options (passed to both parsers)")
+    for name in PARSER_OPTIONS:
+        passed.add_argument(f"--{name}", dest=f"parser_{name}", metavar=name.upper())
     argv = sys.argv[1:] if argv is None else argv
     parser_args: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
         argv, parser_args = argv[:cut], argv[cut + 1:]
     args = ap.parse_args(argv)
+    given = [(f"--{name}", getattr(args, f"parser_{name}")) for name in PARSER_OPTIONS]
+    parser_args = [arg for pair in given if pair[1] is not None for arg in pair] + parser_args
     ours_cmd = shlex.split(args.ours) if args.ours else [sys.executable, "-m",
                                                           "perfparser_py.cli"]
     ref_cmd = shlex.split(args.reference) if args.reference else default_reference()

@@ -57,10 +57,20 @@ def _load_cxx() -> Callable[[bytes], bytes | None]:
     return cxx
 
 
+def _cxx_text(mangled: str) -> str | None:
+    global _cxx
+    if _cxx is None:
+        _cxx = _load_cxx()
+    try:
+        out = _cxx(mangled.encode())
+        return None if out is None else out.decode()
+    except UnicodeError:  # not UTF-8 (hostile .strtab)
+        return None
+
+
 @lru_cache(maxsize=1 << 16)
 def demangle(name: str) -> str:
     """Demangled form of `name`, or `name` unchanged if it is not a known mangling."""
-    global _cxx
     if len(name) < 3:
         return name
     if name.startswith("_R") or _RUST_LEGACY.fullmatch(name):
@@ -69,11 +79,26 @@ def demangle(name: str) -> str:
         except ValueError:
             pass
     if name.startswith("_Z"):
-        if _cxx is None:
-            _cxx = _load_cxx()
-        try:
-            out = _cxx(name.encode())
-            return name if out is None else out.decode()
-        except UnicodeError:  # not UTF-8 (hostile .strtab)
-            return name
+        out = _cxx_text(name)
+        return name if out is None else out
     return name
+
+
+@lru_cache(maxsize=1 << 12)
+def demangle_scope(name: str) -> str:
+    """A C++ function's name as c++filt prints it when it encloses a local entity (a lambda,
+    a local class): `f<int>(int)` where demangle() gives `int f<int>(int)`. The Itanium
+    grammar prints no return type for the function of a local name (`Z <encoding> E`), so
+    the name is demangled as that of a local entity `x` inside it."""
+    if name.startswith("_Z"):
+        out = _cxx_text("_ZZ" + name[2:] + "E1x")
+        if out is not None and out.endswith("::x"):
+            return out[:-3]
+    return demangle(name)
+
+
+@lru_cache(maxsize=1 << 12)
+def demangle_type(name: str) -> str:
+    """A mangled type (DW_AT_linkage_name of a type, e.g. `5div_t`) as c++filt prints it."""
+    out = _cxx_text(name) if name and not name.startswith("_Z") else None
+    return name if out is None else out

@@ -12,8 +12,9 @@ import os
 import sys
 
 from .elf.image import ElfImage
+from .elf.vdso import VDSO_NAME
 from .emit import AttributeTable, Emitter
-from .kernel import configured_path
+from .kernel import KernelSymbols
 from .ordering import MMAP, TASK, EventQueue
 from .perfdata import events as ev
 from .perfdata.attr import generated_name
@@ -63,7 +64,9 @@ class Spaces:
         path = e.filename
         local = image = None
         bias = None
-        if not is_special(path):
+        if path == VDSO_NAME:
+            local, image = self.finder.find_vdso(e.build_id)
+        elif not is_special(path):
             if e.pid == KERNEL_PID:
                 # kernel modules: only the sysroot copy, and only if it is an ELF
                 local = self.options.sysroot + path.decode("utf-8", "surrogateescape")
@@ -74,12 +77,12 @@ class Spaces:
                 local, image = self.finder.find(path)
                 if image is None and not os.path.exists(local):
                     self._missing(path)
-            if image is not None:
-                bias = image.load_bias(e.addr, e.pgoff, e.prot)
-                if bias is None:
-                    image = None  # no PT_LOAD covers this piece: not code we can place
+        if image is not None:
+            bias = image.load_bias(e.addr, e.pgoff, e.prot)
+            if bias is None:
+                image = None  # no PT_LOAD covers this piece: not code we can place
         proc = self.session.process(e.pid)
-        base = proc.space.base_for(path, e.addr) if e.pgoff else e.addr
+        base = proc.space.base_for(path, e.addr, bias) if e.pgoff else e.addr
         self.session.add_mapping(
             e.pid, Mapping(e.addr, e.addr + e.len, e.pgoff, path, local, image, bias, base)
         )
@@ -165,8 +168,9 @@ class Sink(Spaces):
         self.emit = emitter
         self.writer = emitter.writer
         self.attrs = attrs
-        self.symbolizer = Symbolizer(emitter, configured_path(options.kallsyms, options.sysroot),
-                                     options.perf_map_path, kallsyms_worker)
+        self.kernel_symbols = KernelSymbols(emitter.writer, options.kallsyms, options.sysroot,
+                                            finder.debug_paths, kallsyms_worker)
+        self.symbolizer = Symbolizer(emitter, self.kernel_symbols, options.perf_map_path)
         self._tracepoints = None
         self._arch_warned = False
         self._missing_reported: set[bytes] = set()
@@ -192,6 +196,11 @@ class Sink(Spaces):
             f"{time}, max time during last buffer flush was {max_time}. This potentially "
             "breaks the data analysis.",
         )
+
+    def mmap(self, e) -> None:
+        super().mmap(e)
+        if e.pid == KERNEL_PID:
+            self.kernel_symbols.kernel_mmap(e.filename, e.addr, e.addr + e.len, e.pgoff)
 
     def _missing(self, path: bytes) -> None:
         # Once per file: upstream repeats it for every mmap of the file (every process that
@@ -382,7 +391,7 @@ class Run:
                 self.terminal.write(f"\rperfparser: reading {e.fraction:6.1%}")
                 self.terminal.flush()
         elif kind is ev.AttrEvent:
-            self.attrs.register(e.attr, e.name or generated_name(e.attr), e.ids)
+            self.attrs.register(e.attr, e.name or self._generated_name(e.attr), e.ids)
         elif kind is ev.TracingDataEvent:
             if not self.stats_mode:
                 from .perfdata.tracing import parse_tracing_data
@@ -391,13 +400,22 @@ class Run:
         elif kind is ev.FeaturesEvent:
             f = e.features
             self.arch_name = features_arch(f, self.arch_name, self.finder)
-            if self.options.kallsyms is None:
-                _kallsyms_from_build_id(self.sink.symbolizer, self.finder, f.build_ids)
+            self.sink.kernel_symbols.build_ids(f.build_ids)
             if not self.stats_mode:
                 self.writer.features(_features_message(f, self.arch_name))
                 self.finder.open_listed(f.build_ids)
         elif kind is ev.DataStartEvent:
             self.sink.set_arch(self.arch_name)  # the ARCH feature, read before any record
+
+    def _generated_name(self, attr) -> str:
+        """perf's name for an attr that came without one; a tracepoint's is `system:name`
+        from the tracing data (pipe mode sends it before the attrs' first use)."""
+        tracepoint = None
+        if attr.type == TRACEPOINT and not self.stats_mode:
+            fmt = self.sink.tracepoints.formats.get(attr.config)
+            if fmt is not None:
+                tracepoint = (fmt.system + b":" + fmt.name).decode("utf-8", "replace")
+        return generated_name(attr, tracepoint)
 
     def finish(self, code: int) -> int:
         """End of input (or of what could be decoded): flush the queue, write the rest."""
@@ -496,19 +514,6 @@ def run(options, out, kallsyms_worker=None, keep: list | None = None) -> int:
     except Exception:
         r.salvage()  # the samples before a bug of ours are not lost; cli.main reports it
         raise
-
-
-def _kallsyms_from_build_id(symbolizer, finder, build_ids) -> None:
-    """Without --kallsyms, prefer perf's build-id cache copy of the recording kernel's kallsyms
-    (SEMANTICS §10.6) over the sysroot's /proc/kallsyms, which may be another kernel's."""
-    from .kernel import Kallsyms
-
-    for _pid, bid, filename in build_ids:
-        if filename == b"[kernel.kallsyms]":
-            cached = Kallsyms.cached_path(finder.debug_paths, bid)
-            if cached:
-                symbolizer.kallsyms_path = cached
-            return
 
 
 def _features_message(f, arch_name: str):

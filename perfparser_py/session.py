@@ -7,7 +7,10 @@ The rules (DESIGN.md decision 6) are what the kernel did, not what upstream perf
 * a real fork copies the parent's maps; the child's own later mmaps override them;
 * an exec (COMM with COMM_EXEC for the main thread) drops every user mapping;
 * a mapping replaces whatever it overlaps (the overlapped parts of older mappings survive
-  as fragments).
+  as fragments);
+* a mapping is placed by the PT_LOAD segment that covers its file offset (ElfImage.load_bias),
+  executables too: the pieces of one file with one bias form one module, and a second
+  placement of the file (V8 remapping node's builtins) is a module of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from .unwind.history import History
 MISC_COMM_EXEC = 0x2000  # PERF_RECORD_MISC_COMM_EXEC
 MISC_FORK_EXEC = 0x2000  # PERF_RECORD_MISC_FORK_EXEC (same bit, other record type)
 KERNEL_PID = -1
+# exited processes kept for the samples of their exit path (Session.exited)
+MAX_EXITED = 64
 
 
 def is_special(path: bytes) -> bool:
@@ -33,9 +38,16 @@ def is_special(path: bytes) -> bool:
 
 
 class Mapping:
-    """One mapped range. `image`/`bias` are set when the ELF file was found locally."""
+    """One mapped range. `image`/`bias` are set when the ELF file was found locally.
 
-    __slots__ = ("base", "bias", "end", "image", "local", "path", "pgoff", "start")
+    The shared location cache (SEMANTICS §10.1) is keyed by (path, base_vaddr, ip - base):
+    upstream's (path, ip - elfStart) names one ELF address only while every module of the
+    file starts at the same ELF address; base_vaddr keeps modules that start elsewhere (a
+    piece without a pgoff-0 piece, a second placement) apart and changes nothing else.
+    """
+
+    __slots__ = ("base", "base_vaddr", "bias", "end", "image", "local", "path", "pgoff",
+                 "start")
 
     def __init__(self, start, end, pgoff, path, local, image, bias, base):
         self.start = start
@@ -45,7 +57,8 @@ class Mapping:
         self.local = local  # str | None: the local candidate path (actualPath)
         self.image = image  # ElfImage | None
         self.bias = bias  # runtime address = ELF vaddr + bias
-        self.base = base  # start of the file's pgoff-0 piece, else start (elfStart)
+        self.base = base  # start of the module's pgoff-0 piece, else start (elfStart)
+        self.base_vaddr = None if bias is None else base - bias  # ELF address at base
 
     def piece(self, start: int, end: int) -> Mapping:
         return Mapping(start, end, self.pgoff + (start - self.start), self.path, self.local,
@@ -87,15 +100,26 @@ class AddressSpace:
                 return m
         return None
 
-    def base_for(self, path: bytes, start: int) -> int:
-        """Start of the nearest pgoff-0 piece of the same file below `start`, else `start`."""
+    def base_for(self, path: bytes, start: int, bias: int | None) -> int:
+        """Start of the nearest pgoff-0 piece of the same module (file and bias) below
+        `start`, else `start`. A piece of another placement of the file is not the base."""
         i = bisect.bisect_right(self._starts, start) - 1
         while i >= 0:
             m = self._maps[i]
-            if m.path == path and m.pgoff == 0:
+            if m.path == path and m.pgoff == 0 and m.bias == bias:
                 return m.start
             i -= 1
         return start
+
+    def has_image(self, start: int, end: int) -> bool:
+        """Whether a mapping with an ELF image overlaps [start, end)."""
+        maps = self._maps
+        i = max(bisect.bisect_right(self._starts, start) - 1, 0)
+        while i < len(maps) and maps[i].start < end:
+            if maps[i].end > start and maps[i].image is not None:
+                return True
+            i += 1
+        return False
 
     def insert(self, new: Mapping) -> bool:
         """Insert `new`, cutting what it overlaps. Returns True if anything was replaced."""
@@ -151,6 +175,10 @@ class Session:
 
     def __init__(self) -> None:
         self.processes: dict[int, Process] = {}
+        # Processes after their EXIT, newest last: a task still runs its exit path after the
+        # record (a system-wide recording samples it there, in _exit), and its user frames
+        # are named from its maps, as perf does. A reused pid starts anew with its FORK.
+        self.exited: dict[int, Process] = {}
         self.kernel = Process(KERNEL_PID)
         self.kernel_generation = 0  # bumped by every kernel mapping (invalidates chains)
         # (first kernel mapping's start, last one's end); (0, 0) while there is none
@@ -161,12 +189,15 @@ class Session:
             return self.kernel
         proc = self.processes.get(pid)
         if proc is None:
-            proc = self.processes[pid] = Process(pid)
+            proc = self.exited.get(pid)
+            if proc is None:
+                proc = self.processes[pid] = Process(pid)
         return proc
 
     def fork(self, pid: int, ppid: int, time: int, misc: int) -> None:
         if pid == ppid:
             return  # a new thread shares its process's state
+        self.exited.pop(pid, None)
         child = self.processes.get(pid)
         synthesized = time == 0 or misc & MISC_FORK_EXEC or (child is not None and len(child.space))
         if synthesized:
@@ -179,17 +210,27 @@ class Session:
 
     def exec(self, pid: int) -> None:
         """The process image was replaced: nothing mapped before survives."""
+        self.exited.pop(pid, None)
         self.processes[pid] = Process(pid)
 
     def exit(self, pid: int) -> None:
-        self.processes.pop(pid, None)
+        proc = self.processes.pop(pid, None)
+        if proc is not None:
+            self.exited.pop(pid, None)
+            self.exited[pid] = proc
+            if len(self.exited) > MAX_EXITED:
+                del self.exited[next(iter(self.exited))]
 
     def add_mapping(self, pid: int, mapping: Mapping) -> None:
         proc = self.process(pid)
         if mapping.image is not None and proc.first_image is None:
             proc.first_image = mapping.image
         proc.chains = {}  # replaced, never cleared in place (Sink.numbered_sample)
-        proc.unwind_steps.clear()
+        if mapping.image is not None or proc.space.has_image(mapping.start, mapping.end):
+            # the unwinder's caches hold what its module lookups answered, and only mappings
+            # with an ELF image answer them: a data mapping over data or nothing changes no
+            # answer (cc1plus maps ~150 of them, each clearing what its samples had built)
+            proc.unwind_steps.clear()
         proc.unwound.clear()
         if pid == KERNEL_PID:
             self.kernel_generation += 1

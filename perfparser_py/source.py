@@ -154,6 +154,20 @@ def _connect(host: str, port: int) -> socket.socket:
             time.sleep(delay / 1000)
 
 
+def _permission_hint(path: str, exc: OSError) -> str:
+    """perf record run as root writes perf.data 0600 and root-owned: say how to read it."""
+    if not isinstance(exc, PermissionError):
+        return ""
+    try:
+        owner = os.stat(path).st_uid
+    except OSError:
+        return ""
+    if owner != 0 or os.geteuid() == 0:
+        return ""
+    return (f" (it belongs to root, as perf record run as root leaves it: "
+            f"sudo chown $USER {path})")
+
+
 def open_source(input_path: str | None, host: str | None, port: int) -> Source:
     """--input FILE, else --host/--port, else stdin."""
     if input_path is not None:
@@ -162,8 +176,8 @@ def open_source(input_path: str | None, host: str | None, port: int) -> Source:
             regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)
             return FileSource(f) if regular else StreamSource(f)
         except OSError as exc:
-            raise PerfDataError(f"Failed to open file {input_path}: {exc.strerror}",
-                                CANNOT_OPEN) from None
+            raise PerfDataError(f"Failed to open file {input_path}: {exc.strerror}"
+                                f"{_permission_hint(input_path, exc)}", CANNOT_OPEN) from None
     if host is not None:
         sock = _connect(host, port)
         return StreamSource(sock.makefile("rb"), sock=sock)

@@ -8,8 +8,6 @@ file and file-relative address across all processes, per process for unmapped ad
 
 from __future__ import annotations
 
-import sys
-
 from .elf.dwarf import DwarfInfo
 from .elf.finder import normalize_path
 from .elf.image import ElfImage
@@ -21,14 +19,11 @@ _MAX_CHAINS = 1 << 16  # per process; beyond that the cache restarts (bounded me
 
 
 class Symbolizer:
-    def __init__(self, emitter: Emitter, kallsyms_path: str, perf_map_path: str | None,
-                 kallsyms_worker=None) -> None:
+    def __init__(self, emitter: Emitter, kernel_symbols, perf_map_path: str | None) -> None:
         self.emit = emitter
-        self._shared: dict[tuple[bytes, int], int] = {}  # (path, ip - base) -> location id
-        self.kallsyms_path = kallsyms_path
-        self._kallsyms_worker = kallsyms_worker  # a kernel.KallsymsWorker or None
-        self._kallsyms = None
-        self._kallsyms_failed = False
+        # (path, base_vaddr, ip - base) -> location id (session.Mapping)
+        self._shared: dict[tuple[bytes, int | None, int], int] = {}
+        self._kernel_symbol = kernel_symbols.lookup  # a kernel.KernelSymbols's
         self._perf_map_path = perf_map_path
         self._dwarf: dict[int, object] = {}  # id(image) -> DwarfInfo | None
         # (recorded path, local path) -> string ids of (binary, path, actual path)
@@ -41,7 +36,7 @@ class Symbolizer:
     def frame(self, proc: Process, ip: int, is_kernel: bool) -> int:
         mapping = proc.space.find(ip)
         if mapping is not None:
-            key = (mapping.path, ip - mapping.base)
+            key = (mapping.path, mapping.base_vaddr, ip - mapping.base)
             lid = self._shared.get(key)
             if lid is None:
                 lid = self._shared[key] = self._resolve(proc, mapping, ip, is_kernel)
@@ -171,11 +166,19 @@ class Symbolizer:
             if scopes is not None:
                 sub, inlined = scopes
                 inner = inlined[-1] if inlined else sub
-                if inner.name:
+                # A function that is not inlined is named by its ELF symbol, demangled, as
+                # perf and c++filt show it: DWARF names lack lambda and anonymous scopes,
+                # clone suffixes and template return types. Inlined ones have only DWARF.
+                if inlined and inner.name:
                     name = inner.name
                 fn_addr = bias + (inner.entry_pc or 0)
                 fn_file = emit.string(inner.decl_file)
                 fn_line, fn_column, fn_scope = inner.decl_line, inner.decl_column, inner.die_offset
+                if not inlined:
+                    # the location stands for the ELF symbol, not the DIE: a subprogram in
+                    # pieces (`f` and `f.cold`) has a symbol, a name and a range per piece.
+                    # Negative, so never a DIE offset; the messages keep upstream's values.
+                    fn_scope = -2 - start
                 parent = emit.existing_location(fn_addr, 0, fn_file, pid, fn_line, fn_column, path,
                                                 fn_scope)
                 if inlined and (parent == -1 or not emit.has_symbol(parent)):
@@ -197,8 +200,8 @@ class Symbolizer:
         entry = bias + (sub.entry_pc or 0)
         loc = emit.location(entry, rel, emit.string(sub.decl_file), pid, sub.decl_line,
                             sub.decl_column, -1, path, sub.die_offset)
-        emit.symbol(loc, emit.string(sub.name or sym[0]), binary, path, is_kernel, start, size,
-                    actual, False)
+        emit.symbol(loc, emit.string(sym[0]), binary, path, is_kernel, start, size, actual,
+                    False)
         for scope in inlined:
             entry = bias + (scope.entry_pc or 0)
             site = emit.location(entry, 0, emit.string(scope.call_file), pid, scope.call_line,
@@ -219,24 +222,6 @@ class Symbolizer:
             return info
 
     # -- kernel and JIT ------------------------------------------------------------------
-    def _kernel_symbol(self, ip: int):
-        if self._kallsyms is None and not self._kallsyms_failed:
-            from .kernel import Kallsyms, KallsymsError
-
-            try:
-                self._kallsyms = Kallsyms.load(self.kallsyms_path, self._kallsyms_worker)
-            except KallsymsError as err:
-                self._kallsyms_failed = True
-                message = f'Failed to parse kernel symbol mapping file "{self.kallsyms_path}": {err}'
-                print(f"PerfUnwind::InvalidKallsyms: {message}", file=sys.stderr)
-                self.emit.writer.error(3, message)
-        if self._kallsyms is None:
-            return None
-        hit = self._kallsyms.lookup(ip)
-        if hit is None or not hit[1]:
-            return None
-        return hit
-
     def prepare(self, proc: Process) -> None:
         """Before each sample: pick up lines appended to the process's perf-PID.map."""
         perf_map = proc.perf_map

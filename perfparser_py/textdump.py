@@ -1,14 +1,13 @@
 """Render a QPERFSTREAM as text: upstream's test-client dump (spec/TEXTDUMP.md) or a summary.
 
-`render()` reproduces upstream's `*.expected.txt` format byte for byte; `summary()` is a
-short per-process report for humans. `main()` is the `stream2text` command.
+`render()` reproduces upstream's `*.expected.txt` format byte for byte; `main()` is the
+`stream2text` command, which also prints the views of `reports` (summary, folded stacks).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -167,57 +166,39 @@ def render(state: StreamState) -> str:
     return "".join(out)
 
 
-def leaf_symbol(state: StreamState, frame: int) -> Symbol | None:
-    """The innermost symbol on a frame's chain (inline instance or function), if any."""
-    for lid in state.chain(frame):
-        sym = state.symbols.get(lid)
-        if sym is not None:
-            return sym
-    return None
-
-
-def summary(state: StreamState, top: int = 5) -> str:
-    """Per process: samples, top leaf symbols, share of frames without a symbol name."""
-    per_pid: dict[int, dict] = {}
-    for smp in state.samples:
-        p = per_pid.setdefault(smp.pid, {"samples": 0, "frames": 0, "unknown": 0,
-                                         "leaves": Counter()})
-        p["samples"] += 1
-        for i, frame in enumerate(smp.frames):
-            sym = leaf_symbol(state, frame)
-            name = state.s(sym.name) if sym is not None and sym.name != -1 else "??"
-            p["frames"] += 1
-            p["unknown"] += name == "??"
-            if i == 0:
-                p["leaves"][name] += 1
-    lines = []
-    total_frames = total_unknown = 0
-    for pid, p in sorted(per_pid.items(), key=lambda kv: -kv[1]["samples"]):
-        total_frames += p["frames"]
-        total_unknown += p["unknown"]
-        lines.append(f"pid {pid} ({state.comm(pid) or '?'}): {p['samples']} samples, "
-                     f"{_share(p['unknown'], p['frames'])} of {p['frames']} frames unresolved")
-        for name, count in p["leaves"].most_common(top):
-            lines.append(f"  {count:8d}  {name}")
-    lines.append(f"total: {len(state.samples)} samples in {len(per_pid)} processes, "
-                 f"{_share(total_unknown, total_frames)} of {total_frames} frames unresolved, "
-                 f"{len(state.locations)} locations, {len(state.symbols)} symbols, "
-                 f"{len(state.strings)} strings")
-    return "\n".join(lines) + "\n"
-
-
-def _share(part: int, whole: int) -> str:
-    return f"{100.0 * part / whole:.1f}%" if whole else "0.0%"
-
-
 def main(argv: list[str] | None = None) -> int:
+    from . import reports
+
     ap = argparse.ArgumentParser(
-        prog="stream2text",
-        description="Render a QPERFSTREAM like upstream perfparser's test client.")
+        prog="perfparser-stream2text",
+        description="Render a QPERFSTREAM like upstream perfparser's test client, or as a "
+                    "summary or folded stacks.")
     ap.add_argument("file", help="stream file, or - for stdin")
-    ap.add_argument("--summary", action="store_true", help="short per-process report instead")
+    view = ap.add_mutually_exclusive_group()
+    view.add_argument("--summary", action="store_true",
+                      help="per process: hottest functions (self and total %%), hottest call "
+                           "paths, and the unresolved frames by library with their fix")
+    view.add_argument("--folded", action="store_true",
+                      help="folded stacks for flamegraph.pl, inferno or speedscope")
+    ap.add_argument("--json", action="store_true", help="with --summary: the summary as JSON")
+    ap.add_argument("--top", type=int, default=5, metavar="N",
+                    help="rows per table in --summary (default 5)")
+    ap.add_argument("--pid", type=_int_list, action="extend", default=[], metavar="PID[,PID]",
+                    help="only these processes")
+    ap.add_argument("--tid", type=_int_list, action="extend", default=[], metavar="TID[,TID]",
+                    help="only these threads")
+    ap.add_argument("--comm", action="append", default=[], metavar="NAME",
+                    help="only threads or processes of this command name")
+    ap.add_argument("--time", type=reports.parse_time_range, metavar="START,END",
+                    help="only samples in this time range, in seconds as perf script prints "
+                         "times (either side may be empty)")
+    ap.add_argument("--max-unresolved", type=float, metavar="PCT",
+                    help="exit 1 when more than PCT %% of the selected frames are unresolved "
+                         "(a CI check that symbols did not go missing)")
     ap.add_argument("--flavour", choices=FLAVOURS, help="protocol flavour (default: detect)")
     args = ap.parse_args(argv)
+    if args.json and not args.summary:
+        ap.error("--json goes with --summary")
     try:
         if args.file == "-":
             data = sys.stdin.buffer.read()
@@ -232,13 +213,41 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stream2text: ignoring incomplete last message ({len(stream.trailing_bytes)} "
               "bytes)", file=sys.stderr)
     state = StreamState.from_messages(stream.messages)
-    text = summary(state) if args.summary else render(state)
+    start, end = args.time or (None, None)
+    selection = reports.Selection(frozenset(args.pid), frozenset(args.tid),
+                                  frozenset(args.comm), start, end)
+    stacks = reports.Stacks(state, selection)
+    analysis = reports.analyse(stacks) if args.summary or args.max_unresolved is not None \
+        else None
+    if args.summary:
+        text = (reports.summary_json(analysis) if args.json
+                else reports.summary_text(analysis, args.top))
+    elif args.folded:
+        text = reports.folded(stacks)
+    elif selection != reports.Selection():
+        state.samples = [smp for smp, _frames in stacks]
+        text = render(state)
+    else:
+        text = render(state)
     try:
         sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
         sys.stdout.flush()
     except BrokenPipeError:
         return 0
+    if args.max_unresolved is not None and \
+            analysis["unresolved_percent"] > args.max_unresolved:
+        print(f"stream2text: {analysis['unresolved_percent']:.1f}% of "
+              f"{analysis['frames']} frames unresolved, more than the "
+              f"{args.max_unresolved:g}% allowed", file=sys.stderr)
+        return 1
     return 0
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
 
 
 if __name__ == "__main__":

@@ -91,6 +91,24 @@ def test_real_fork_inherits_then_exec_purges(binaries):
     ]
 
 
+def test_samples_after_exit_keep_the_maps_until_the_pid_is_reused(binaries):
+    """A task still runs its exit path after its EXIT record; perf -a samples it there and
+    perf names those user frames from the dead task's maps. A reused pid starts anew with
+    its FORK."""
+    tmp, (child, csyms), (parent, psyms) = binaries
+    w = PipeWriter()
+    w.comm(400, 400, b"childprog", 1)
+    w.mmap2(400, BASE, 0x5000, 0, str(child).encode(), 1)
+    w.sample(400, 400, 10, BASE + csyms["child_spin"])
+    w.exit(400, 20)
+    w.sample(400, 400, 21, BASE + csyms["child_spin"])  # still in its exit path
+    w.fork(400, 1, 30)  # the pid is reused: nothing of the old process survives
+    w.sample(400, 400, 40, BASE + csyms["child_spin"])
+    w.finished_round()
+    assert _symbols_of(w.data(), tmp) == [
+        (400, "child_spin", "childprog"), (400, "child_spin", "childprog"), (400, None, None)]
+
+
 def test_recording_without_timestamps_keeps_file_order(binaries):
     """`perf record --per-thread` records no TIME: every record is at time 0 and the process's
     EXIT comes last in the file. Processed in file order, the samples keep their mappings and
@@ -184,3 +202,35 @@ def test_kallsyms_from_the_build_id_cache(tmp_path):
     samples, _ = decode(res.stdout)
     kernel_names = {f.sym for s in samples for f in s.frames if f.kernel}
     assert "entry_SYSCALL_64_after_hwframe" in kernel_names
+
+
+def test_executable_mapped_a_second_time_is_its_own_module(tmp_path):
+    """An ET_EXEC whose text is mapped again elsewhere from a file offset inside the segment
+    (V8 remaps node's builtins so): each placement resolves by its own bias, and an offset
+    into one placement's piece never reuses the location of the same offset into the other
+    (the shared cache's key, SEMANTICS §10.1)."""
+    exe, syms = _build(tmp_path, "twice", "__attribute__((aligned(4096), noinline)) int far_fn(int n)"
+                       "{return n*7;}\nint main(int c, char **v){return far_fn(c);}\n", "-no-pie")
+    from perfparser_py.elf.image import ElfImage
+
+    image = ElfImage.open(str(exe))
+    assert image.elf_type == 2
+    vaddr, memsz, off, _ = next(s for s in image.segments if s[0] <= syms["far_fn"] < s[0] + s[1])
+    text = vaddr & ~0xFFF
+    first_piece = off & ~0xFFF
+    far_off = first_piece + syms["far_fn"] - text  # page-aligned: far_fn is
+    assert far_off & 0xFFF == 0 and far_off > first_piece
+    at_text_start = image.symbol_at(text)[0]
+    assert at_text_start != "far_fn"
+    second = LIB + 0x200000
+    w = PipeWriter()
+    w.comm(500, 500, b"twice", 1)
+    w.mmap2(500, text, (memsz + 0xFFF) & ~0xFFF, first_piece, str(exe).encode(), 1)
+    w.mmap2(500, second, 0x1000, far_off, str(exe).encode(), 2)
+    w.sample(500, 500, 10, text)  # offset 0 into the kernel's piece
+    w.sample(500, 500, 11, second)  # offset 0 into the second placement: far_fn
+    w.sample(500, 500, 12, syms["far_fn"])  # far_fn at its link address
+    w.sample(500, 500, 13, second + 3)
+    assert _symbols_of(w.data(), tmp_path) == [
+        (500, at_text_start, "twice"), (500, "far_fn", "twice"), (500, "far_fn", "twice"),
+        (500, "far_fn", "twice")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import random
 from pathlib import Path
 
@@ -75,3 +76,39 @@ def test_cached_path(tmp_path: Path) -> None:
     target.write_text("ffffffff81000000 T _text\n")
     assert Kallsyms.cached_path([str(tmp_path / "d1"), "", str(tmp_path / "d2")], bid) == str(
         target)
+
+
+@pytest.mark.parametrize("text", [
+    b"ffffffff81000000 T _stext\nffffffff81000000 T _text\nffffffff81000010 t x_text\n",
+    b"ffffffffc0000000 t _text\t[mod]\nffffffff81000010 t a _text\nffffffff81000000 T _text",
+    b"ffffffff81000010 t z\r\nffffffff81000000 T _text\r\n",  # parsed line by line
+])
+def test_address_of_the_reference_symbol(tmp_path: Path, text: bytes) -> None:
+    """The core kernel's `_text` line, whatever the line ends, the last line included; not a
+    module's, not a name that ends in it."""
+    path = tmp_path / "kallsyms"
+    path.write_bytes(text)
+    ks = Kallsyms.load(str(path))
+    assert ks.address_of(b"_text") == 0xFFFFFFFF81000000
+    assert ks.address_of(b"_etext") is None
+    buf = io.BytesIO()
+    Kallsyms.write_table(buf, text)
+    assert Kallsyms.from_buffer(buf.getvalue()).address_of(b"_text") == 0xFFFFFFFF81000000
+
+
+def test_a_warm_run_knows_the_reference_symbol_without_a_parse(tmp_path: Path) -> None:
+    from perfparser_py import cache
+
+    path = tmp_path / "kallsyms"
+    path.write_bytes(b"ffffffff81000000 T _text\nffffffff81000100 t next\n")
+    try:
+        for warm in (False, True):
+            store = cache.PersistentCache(str(tmp_path / "cache"))
+            cache.set_current(store)
+            table = Kallsyms.load(str(path))
+            assert table.address_of(b"_text") == 0xFFFFFFFF81000000
+            assert table.address_of(b"_stext") is None
+            assert (table._table is None) == warm
+            store.save()
+    finally:
+        cache.set_current(None)

@@ -13,6 +13,7 @@ import io
 from perfparser_py.compare import logical_frames
 from perfparser_py.elf.dwarf import Scope
 from perfparser_py.emit import Emitter
+from perfparser_py.kernel import KernelSymbols
 from perfparser_py.protocol import StreamWriter, read_stream
 from perfparser_py.session import Mapping
 from perfparser_py.symbolize import Symbolizer
@@ -42,15 +43,18 @@ class _Dwarf:
 
 
 class _Image:
+    """The ELF symbol of each caller (it names the non-inlined frame)."""
+
     def symbol_at(self, x: int) -> tuple[str, int, int]:
-        return "hot::main", 0x1000, 0x1000
+        start = x & ~0xFF
+        return {0x1100: "hot::apply_n", 0x1200: "hot::hash_loop"}[start], start, 0x100
 
 
 def test_inlined_copies_without_entry_pc_keep_their_callers():
     out = io.BytesIO()
     writer = StreamWriter(out, "current")
     writer.header()
-    sym = Symbolizer(Emitter(writer), "/dev/null", None)
+    sym = Symbolizer(Emitter(writer), KernelSymbols(writer, "/dev/null", "/", []), None)
     scopes = {0x1100: _copy("hot::apply_n", 30, 0x100), 0x1200: _copy("hot::hash_loop", 36, 0x200)}
     sym._dwarf_for = lambda image: _Dwarf(scopes)
     mapping = Mapping(0x5000, 0x7000, 0, b"/bin/hot", "/bin/hot", _Image(), 0x4000, 0x5000)
@@ -61,3 +65,30 @@ def test_inlined_copies_without_entry_pc_keep_their_callers():
     names = [[f[0] for f in logical_frames(state, [lid])] for lid in ids]
     assert names == [["Range::spec_next", "Range::next", "hot::apply_n"],
                      ["Range::spec_next", "Range::next", "hot::hash_loop"]]
+
+
+class _PiecesImage:
+    """`f` and its `f.cold` part: one DWARF subprogram (DW_AT_ranges, no entry pc), two ELF
+    symbols."""
+
+    def symbol_at(self, x: int) -> tuple[str, int, int]:
+        if x >= 0x2000:
+            return "f(int) [clone .cold]", 0x2000, 0x40
+        return "f(int)", 0x1000, 0x100
+
+
+def test_each_piece_of_a_function_is_named_by_its_own_symbol():
+    out = io.BytesIO()
+    writer = StreamWriter(out, "current")
+    writer.header()
+    sym = Symbolizer(Emitter(writer), KernelSymbols(writer, "/dev/null", "/", []), None)
+    f = Scope("f", None, HOT_RS, 10, 1, None, -1, -1, 0x300)
+    sym._dwarf_for = lambda image: _Dwarf({0x1010: (f, []), 0x2010: (f, []), 0x1020: (f, [])})
+    image = _PiecesImage()
+    mapping = Mapping(0x5000, 0x8000, 0, b"/bin/hot", "/bin/hot", image, 0x4000, 0x5000)
+    ids = [sym._in_image(image, mapping, 0x4000 + x, 42, False, -1, -1, -1)
+           for x in (0x1010, 0x2010, 0x1020)]
+    writer.flush()
+    state = StreamState.from_messages(read_stream(out.getvalue(), "current").messages)
+    names = [[f[0] for f in logical_frames(state, [lid])] for lid in ids]
+    assert names == [["f(int)"], ["f(int) [clone .cold]"], ["f(int)"]]

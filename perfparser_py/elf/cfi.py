@@ -31,7 +31,7 @@ class CfiError(Exception):
 class Row:
     """The unwind rules valid for the addresses [lo, hi) of one FDE."""
 
-    __slots__ = ("cfa", "regs", "ra", "signal", "lo", "hi")
+    __slots__ = ("cfa", "regs", "ra", "signal", "lo", "hi", "compiled")
 
     def __init__(self, cfa: tuple, regs: dict[int, tuple], ra: int, signal: bool,
                  lo: int, hi: int) -> None:
@@ -41,6 +41,9 @@ class Row:
         self.signal = signal
         self.lo = lo
         self.hi = hi
+        # the unwinder's form of the row (unwind.dwarf._compile), made once: a real program's
+        # samples hit several addresses of a row (cc1plus: 5 per row)
+        self.compiled: tuple | None = None
 
     def __repr__(self) -> str:
         return (f"Row({self.lo:#x}-{self.hi:#x} cfa={self.cfa} regs={self.regs} "
@@ -305,7 +308,7 @@ class Cfi:
         self._eh = eh
         self._hdr = hdr
         self._debug = debug
-        self._fdes: dict[tuple[int, int], tuple[list[int], list[Row]]] = {}
+        self._fdes: dict[tuple[int, int], tuple[list[int], list[int], list, _Cie]] = {}
         self._rows: dict[int, Row | None] = {}
 
     @staticmethod
@@ -367,11 +370,14 @@ class Cfi:
                 self._fdes[key] = decoded
         except (CfiError, IndexError, struct.error, ValueError):
             return None
-        starts, rows = decoded
+        starts, ends, rows, c = decoded
         i = bisect_right(starts, pc) - 1
-        if i < 0 or pc >= rows[i].hi:
+        if i < 0 or pc >= ends[i]:
             return None
-        return rows[i]
+        row = rows[i]
+        if type(row) is tuple:  # made on first use: most rows of an FDE are never asked for
+            row = rows[i] = Row(row[0], row[1], c.ra, c.signal, starts[i], ends[i])
+        return row
 
 
 def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
@@ -384,21 +390,14 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
     ca = c.code_align
     da = c.data_align
     stack: list[tuple[tuple, dict]] = []
-
-    def advance(delta: int) -> None:
-        nonlocal loc
-        if out is not None:
-            if len(out) >= _MAX_ROWS:
-                raise CfiError("too many rows")
-            out.append((loc, cfa, dict(regs)))
-        loc += delta * ca
-
+    # an advance: the row so far ends at `loc` (_snapshot), the next starts delta * ca later
     while pos < end:
         op = d[pos]
         pos += 1
         hi2 = op & 0xC0
         if hi2 == 0x40:  # advance_loc
-            advance(op & 0x3F)
+            _snapshot(out, loc, cfa, regs)
+            loc += (op & 0x3F) * ca
         elif hi2 == 0x80:  # offset
             off, pos = uleb(d, pos)
             regs[op & 0x3F] = (OFFSET, off * da)
@@ -418,13 +417,16 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
                 out.append((loc, cfa, dict(regs)))
             loc = new
         elif op == 0x02:
-            advance(d[pos])
+            _snapshot(out, loc, cfa, regs)
+            loc += d[pos] * ca
             pos += 1
         elif op == 0x03:
-            advance(struct.unpack_from(e + "H", d, pos)[0])
+            _snapshot(out, loc, cfa, regs)
+            loc += struct.unpack_from(e + "H", d, pos)[0] * ca
             pos += 2
         elif op == 0x04:
-            advance(struct.unpack_from(e + "I", d, pos)[0])
+            _snapshot(out, loc, cfa, regs)
+            loc += struct.unpack_from(e + "I", d, pos)[0] * ca
             pos += 4
         elif op == 0x05 or op == 0x14:  # offset_extended, val_offset
             reg, pos = uleb(d, pos)
@@ -502,6 +504,14 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
     return cfa, regs
 
 
+def _snapshot(out: list | None, loc: int, cfa: tuple, regs: dict[int, tuple]) -> None:
+    """The row that ends at an advance of the location, unless the CIE's instructions run."""
+    if out is not None:
+        if len(out) >= _MAX_ROWS:
+            raise CfiError("too many rows")
+        out.append((loc, cfa, dict(regs)))
+
+
 def _restore(regs: dict[int, tuple], initial: dict[int, tuple] | None, reg: int) -> None:
     if initial is not None and reg in initial:
         regs[reg] = initial[reg]
@@ -509,8 +519,9 @@ def _restore(regs: dict[int, tuple], initial: dict[int, tuple] | None, reg: int)
         regs.pop(reg, None)
 
 
-def _decode_fde(frames: _Frames, off: int) -> tuple[list[int], list[Row]]:
-    """All rows of one FDE: (sorted row start addresses, rows)."""
+def _decode_fde(frames: _Frames, off: int) -> tuple[list[int], list[int], list, _Cie]:
+    """All rows of one FDE: (sorted row start addresses, their end addresses, their rules as
+    (cfa, regs) for Cfi._lookup to make the Row of, the CIE)."""
     c, begin, stop, pos, end = frames.fde(off)
     if c.initial is None:
         ipos, iend = c.init
@@ -519,12 +530,14 @@ def _decode_fde(frames: _Frames, off: int) -> tuple[list[int], list[Row]]:
     snaps: list[tuple[int, tuple, dict]] = []
     _run(frames, c, pos, end, begin, cfa, dict(regs), regs, snaps)
     starts: list[int] = []
-    rows: list[Row] = []
+    ends: list[int] = []
+    rows: list[tuple | Row] = []
     for i, (loc, rcfa, rregs) in enumerate(snaps):
         nxt = snaps[i + 1][0] if i + 1 < len(snaps) else stop
         hi = min(nxt, stop)
         if hi <= loc or (starts and loc < starts[-1]):
             continue  # empty or out-of-order (set_loc backwards) row
         starts.append(loc)
-        rows.append(Row(rcfa, rregs, c.ra, c.signal, loc, hi))
-    return starts, rows
+        ends.append(hi)
+        rows.append((rcfa, rregs))
+    return starts, ends, rows, c

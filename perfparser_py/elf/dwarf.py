@@ -24,6 +24,18 @@ _TAG_SKELETON_UNIT = 0x4A
 _TAG_SUBPROGRAM = 0x2E
 _TAG_INLINED = 0x1D
 _TAG_LEXICAL_BLOCK = 0x0B
+# Tags the names of inlined functions are spelled from
+_TAG_NAMESPACE = 0x39
+_TAG_FORMAL_PARAMETER = 0x05
+_TAG_UNSPECIFIED_PARAMETERS = 0x18
+_TAG_TEMPLATE_TYPE_PARAM = 0x2F
+_TAG_BASE_TYPE = 0x24
+_TAG_TYPEDEF = 0x16
+_TAG_SUBROUTINE_TYPE = 0x15
+_CLASS_TAGS = frozenset((0x02, 0x04, 0x13, 0x17))  # class, enumeration, structure, union
+_TAG_POINTER = 0x0F
+_POINTERS = {_TAG_POINTER: "*", 0x10: "&", 0x42: "&&"}
+_QUALIFIERS = {0x26: " const", 0x35: " volatile", 0x37: " restrict"}
 # Types (array, class, enumeration, structure, subroutine, union): subtrees without scopes.
 _TYPE_TAGS = frozenset((0x01, 0x02, 0x04, 0x13, 0x15, 0x17))
 # Attributes
@@ -48,6 +60,12 @@ _AT_STR_OFFSETS_BASE = 0x72
 _AT_ADDR_BASE = 0x73
 _AT_RNGLISTS_BASE = 0x74
 _AT_MIPS_LINKAGE_NAME = 0x2007
+_AT_LANGUAGE = 0x13
+_AT_PRODUCER = 0x25
+_AT_ARTIFICIAL = 0x34
+_AT_EXTERNAL = 0x3F
+_AT_TYPE = 0x49
+_AT_OBJECT_POINTER = 0x64
 _AT_GNU_ADDR_BASE = 0x2133
 _AT_GNU_RANGES_BASE = 0x2132
 # Forms whose values are addresses (everything else with a number is a constant/offset).
@@ -163,6 +181,8 @@ class DwarfInfo:
         self._v5_fields = struct.Struct(e + "BBI").unpack_from  # type, address size, abbrevs
         self._dies: dict[int, tuple[int, bool, dict, int]] = {}
         self._names: dict[int, str | None] = {}
+        self._closure_sigs: dict[int, str | None] = {}
+        self._unit_flags: dict[int, tuple[bool, bool]] = {}
         self._scopes: dict[int, tuple[Scope, list[Scope]] | None] = {}
         self._line_cache: dict[int, tuple[bytes, int, int] | None] = {}
         self._parents: dict[int, int] = {}
@@ -996,16 +1016,22 @@ class DwarfInfo:
         return None
 
     # ------------------------------------------------------------------ names
+    # Names of inlined functions (those not inlined are named by their ELF symbol), spelled
+    # as c++filt prints the symbol they would have: `ns::(anonymous namespace)::f`,
+    # `main::{lambda(int)#1}::operator()`, `f<int>(int)::Local::g`.
 
     def _text(self, cu: _Cu, value) -> str | None:
         raw = self._string(cu, value)
         return None if raw is None else raw.decode("utf-8", "replace")
 
-    def _linkage(self, cu: _Cu, attrs: dict) -> str | None:
+    def _linkage_text(self, cu: _Cu, attrs: dict) -> str | None:
         value = attrs.get(_AT_LINKAGE_NAME)
         if value is None:
             value = attrs.get(_AT_MIPS_LINKAGE_NAME)
-        text = self._text(cu, value) if value is not None else None
+        return self._text(cu, value) if value is not None else None
+
+    def _linkage(self, cu: _Cu, attrs: dict) -> str | None:
+        text = self._linkage_text(cu, attrs)
         return _demangle(text) if text else None
 
     def _qualified(self, off: int) -> str | None:
@@ -1025,12 +1051,16 @@ class DwarfInfo:
                 cu, _, attrs = self._die(o)
                 base = self._text(cu, attrs.get(_AT_NAME))
                 if base:
-                    name = self._prefix(o) + base
+                    try:
+                        name = self._prefix(o) + base
+                    except _MALFORMED:  # scopes that refer to each other: the bare name
+                        name = base
                     break
         self._names[off] = name
         return name
 
     def _prefix(self, off: int) -> str:
+        """`a::b::` for the scopes declaring the DIE at `off`, innermost last."""
         parts: list[str] = []
         cur = self._parent(off)
         steps = 0
@@ -1039,19 +1069,207 @@ class DwarfInfo:
             cu, tag, attrs = self._die(cur)
             if tag in (_TAG_COMPILE_UNIT, _TAG_PARTIAL_UNIT, _TAG_SKELETON_UNIT):
                 break
-            linkage = self._linkage(cu, attrs)
-            if linkage:
-                parts.append(linkage)
+            text, complete = self._scope_text(cur, cu, tag, attrs)
+            if text:
+                parts.append(text)
+            if complete:
                 break
-            name = self._text(cu, attrs.get(_AT_NAME))
+            # a definition out of its declaration's scope: continue from the declaration
             spec = attrs.get(_AT_SPECIFICATION)
-            if name:
-                parts.append(name)
+            if spec is None:
+                spec = attrs.get(_AT_ABSTRACT_ORIGIN)
             if isinstance(spec, int) and spec != cur:
-                cur = spec if not name else self._parent(spec)
+                cur = spec if not text else self._parent(spec)
             else:
                 cur = self._parent(cur)
         return "".join(p + "::" for p in reversed(parts))
+
+    def _scope_text(self, off: int, cu: _Cu, tag: int, attrs: dict) -> tuple[str | None, bool]:
+        """How one enclosing scope is spelled, and whether that spelling is already fully
+        qualified (a demangled linkage name)."""
+        name = self._text(cu, attrs.get(_AT_NAME))
+        if tag == _TAG_SUBPROGRAM:
+            linkage = self._linkage_text(cu, attrs)
+            if linkage:
+                return _demangle_scope(linkage), True
+            if name and not attrs.get(_AT_EXTERNAL) and self._unit_facts(cu)[0]:
+                # a C++ function with internal linkage has no linkage name in GCC's DWARF;
+                # as the scope of a local entity its symbol spells the parameters (those of
+                # C functions, `extern "C"` ones and main have none)
+                return name + self._signature(off), False
+            return name, False
+        if tag == _TAG_NAMESPACE:
+            return name or "(anonymous namespace)", False
+        if tag in _CLASS_TAGS and not name:
+            linkage = self._linkage_text(cu, attrs)  # a typedef'd unnamed struct: `5div_t`
+            if linkage:
+                return _demangle_type(linkage), True
+            return self._closure_name(off), False
+        return name, False
+
+    def _children(self, off: int) -> list[tuple[int, int, _Cu, dict]]:
+        """(offset, tag, unit, attributes) of the direct children of the DIE at `off`."""
+        cu = self._cu_of_offset(off)
+        if cu is None:
+            return []
+        _, has_children, _, pos = self._read_die(cu, off)
+        out: list[tuple[int, int, _Cu, dict]] = []
+        depth = 0 if has_children else -1
+        while depth >= 0 and pos < cu.end and len(out) < _MAX_RANGES:
+            here = pos
+            tag, has_children, attrs, pos = self._read_die(cu, pos)
+            if tag == 0:
+                depth -= 1
+                continue
+            if depth == 0:
+                out.append((here, tag, cu, attrs))
+                sibling = attrs.get(_AT_SIBLING)
+                if has_children and isinstance(sibling, int) and pos <= sibling <= cu.end:
+                    pos = sibling
+                    continue
+            if has_children:
+                depth += 1
+        return out
+
+    def _closure_name(self, off: int) -> str | None:
+        """`{lambda(int)#2}` for a lambda's closure type (GCC: an unnamed class with
+        `<lambda>` constructors), None for another unnamed class. The number counts the
+        closures of the same context (function) before it, in declaration order: all of
+        them for GCC before 13 (ABI 17), those with the same parameter list otherwise."""
+        sig = self._closure_signature(off)
+        if sig is None:
+            return None
+        context = self._parent(off)
+        while context is not None and self._die(context)[1] == _TAG_LEXICAL_BLOCK:
+            context = self._parent(context)
+        number = 1
+        if context is not None:
+            per_scope = self._unit_facts(self._die(off)[0])[1]
+            for other in self._closures_in(context):
+                if other == off:
+                    break
+                if per_scope or self._closure_signature(other) == sig:
+                    number += 1
+        return f"{{lambda{sig}#{number}}}"
+
+    def _closures_in(self, off: int) -> list[int]:
+        """Offsets of the closure types declared in a function, outside nested functions."""
+        found: list[int] = []
+        todo = [off]
+        while todo and len(found) < _MAX_RANGES:
+            for child, tag, _, attrs in self._children(todo.pop()):
+                if tag == _TAG_LEXICAL_BLOCK:
+                    todo.append(child)
+                elif tag in _CLASS_TAGS and _AT_NAME not in attrs \
+                        and self._closure_signature(child) is not None:
+                    found.append(child)
+        found.sort()
+        return found
+
+    def _closure_signature(self, off: int) -> str | None:
+        """`(int, auto:1)`: the parameters of a closure's operator(), None if not a closure."""
+        if off in self._closure_sigs:
+            return self._closure_sigs[off]
+        self._closure_sigs[off] = None  # guard against reference cycles
+        closure = False
+        call = None
+        for child, tag, cu, attrs in self._children(off):
+            if tag != _TAG_SUBPROGRAM:
+                continue
+            name = self._text(cu, attrs.get(_AT_NAME)) or ""
+            if name in ("<lambda>", "~<lambda>"):
+                closure = True
+            elif call is None and name.startswith("operator()"):
+                call = child
+        sig = self._signature(call, generic=True, cv=False) if closure and call else None
+        self._closure_sigs[off] = sig
+        return sig
+
+    def _signature(self, off: int, generic: bool = False, cv: bool = True) -> str:
+        """`(int, Foo const&) const`: a function's parameter list as a demangler prints it.
+        With `generic`, a parameter of a generic lambda's instance is spelled by its
+        `auto:N` template parameter, as the lambda's mangled signature has it."""
+        params: list[str] = []
+        autos: dict[int, str] = {}
+        this_type = None
+        _, _, attrs = self._die(off)
+        this = attrs.get(_AT_OBJECT_POINTER)
+        for child, tag, cu, attrs in self._children(off):
+            if tag == _TAG_TEMPLATE_TYPE_PARAM and generic:
+                name = self._text(cu, attrs.get(_AT_NAME)) or ""
+                if name.startswith("auto:") and isinstance(attrs.get(_AT_TYPE), int):
+                    autos.setdefault(attrs[_AT_TYPE], name)
+            elif tag == _TAG_FORMAL_PARAMETER:
+                if child == this or attrs.get(_AT_ARTIFICIAL):  # `this`: the cv-qualifiers
+                    if this_type is None and (this is None or child == this):
+                        this_type = attrs.get(_AT_TYPE)
+                    continue
+                ptype = attrs.get(_AT_TYPE)
+                params.append(autos.get(ptype) or self._type_text(ptype))
+            elif tag == _TAG_UNSPECIFIED_PARAMETERS:
+                params.append("...")
+        text = "(" + ", ".join(params) + ")"
+        if cv and isinstance(this_type, int):
+            # `this` is `C const* const` for a const member: the pointee's qualifiers count
+            quals: list[str] = []
+            pointer_seen = False
+            for _ in range(8):
+                _, qtag, qattrs = self._die(this_type)
+                if qtag == _TAG_POINTER:
+                    pointer_seen = True
+                elif qtag in _QUALIFIERS:
+                    if pointer_seen:
+                        quals.append(_QUALIFIERS[qtag])
+                elif pointer_seen:
+                    break
+                this_type = qattrs.get(_AT_TYPE)
+                if not isinstance(this_type, int):
+                    break
+            text += "".join(q for q in (" const", " volatile") if q in quals)
+        return text
+
+    def _type_text(self, off, depth: int = 0) -> str:
+        """A DWARF type as a demangler spells it: `unsigned long`, `char const*`, `ns::C&`;
+        typedefs are seen through (manglings hold the type, not its typedef)."""
+        if not isinstance(off, int):
+            return "void"
+        if depth > 32:
+            raise DwarfError("type nested too deep")
+        cu, tag, attrs = self._die(off)
+        inner = attrs.get(_AT_TYPE)
+        name = self._text(cu, attrs.get(_AT_NAME))
+        if tag == _TAG_BASE_TYPE:
+            return _BASE_TYPE_NAMES.get(name, name or "?")
+        if tag in _POINTERS:
+            suffix = _POINTERS[tag]
+            if isinstance(inner, int) and self._die(inner)[1] == _TAG_SUBROUTINE_TYPE:
+                ret = self._die(inner)[2].get(_AT_TYPE)
+                return (f"{self._type_text(ret, depth + 1)} ({suffix})"
+                        f"{self._signature(inner, cv=False)}")
+            return self._type_text(inner, depth + 1) + suffix
+        if tag in _QUALIFIERS:
+            return self._type_text(inner, depth + 1) + _QUALIFIERS[tag]
+        if tag == _TAG_TYPEDEF:
+            return self._type_text(inner, depth + 1)
+        if tag in _CLASS_TAGS:
+            if name:
+                return self._prefix(off) + name
+            linkage = self._linkage_text(cu, attrs)
+            if linkage:
+                return _demangle_type(linkage)
+            return self._prefix(off) + (self._closure_name(off) or "{unnamed type}")
+        return name or "?"
+
+    def _unit_facts(self, cu: _Cu) -> tuple[bool, bool]:
+        """(the unit is C++, its lambdas are numbered per scope as GCC < 13 does)."""
+        facts = self._unit_flags.get(cu.offset)
+        if facts is None:
+            attrs = self._read_die(cu, cu.first_die)[2]
+            language = attrs.get(_AT_LANGUAGE)
+            producer = self._text(cu, attrs.get(_AT_PRODUCER)) or ""
+            facts = (language in _CXX_LANGUAGES, _gcc_numbers_lambdas_per_scope(producer))
+            self._unit_flags[cu.offset] = facts
+        return facts
 
     # ----------------------------------------------------------------- scopes
 
@@ -1443,3 +1661,38 @@ def _demangle(name: str) -> str:
         except ImportError:
             _demangler = str
     return _demangler(name)
+
+
+def _demangle_scope(name: str) -> str:
+    from ..demangle import demangle_scope
+
+    return demangle_scope(name)
+
+
+def _demangle_type(name: str) -> str:
+    from ..demangle import demangle_type
+
+    return demangle_type(name)
+
+
+# DW_LANG_C_plus_plus, _03, _11, _14
+_CXX_LANGUAGES = frozenset((0x04, 0x1A, 0x21, 0x2B))
+# GCC's DWARF spelling of base types -> the demangler's
+_BASE_TYPE_NAMES = {
+    "long int": "long", "long unsigned int": "unsigned long", "short int": "short",
+    "short unsigned int": "unsigned short", "long long int": "long long",
+    "long long unsigned int": "unsigned long long", "__int128 unsigned": "unsigned __int128",
+    "_Bool": "bool",
+}
+
+
+def _gcc_numbers_lambdas_per_scope(producer: str) -> bool:
+    """GCC numbered every lambda of a scope until 13 (ABI 18 numbers them per signature,
+    as the Itanium ABI and clang do); DW_AT_producer says `GNU C++17 12.2.0 -O2 ...`."""
+    if not producer.startswith("GNU "):
+        return False
+    words = producer.split()
+    major = next((int(w.split(".")[0]) for w in words if w[:1].isdigit() and "." in w
+                  and w.split(".")[0].isdigit()), None)
+    abi = next((w.split("=", 1)[1] for w in words if w.startswith("-fabi-version=")), "0")
+    return (major is not None and major < 13) or (abi.isdigit() and 0 < int(abi) < 18)

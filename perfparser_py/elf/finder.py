@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from ..regular import open_regular
 from .image import ElfImage, reset_inflate_budget, warn_once
+from .vdso import VDSO_NAME, own_vdso
 
 TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ class ElfFinder:
         self._indexes = {d: _DirIndex(d) for d in ([app] if app else []) + self.extra}
         reset_inflate_budget()  # one budget of decompressed debug data per run
         self._found: dict[bytes, tuple[str, ElfImage | None]] = {}
+        self._vdsos: dict[bytes | None, tuple[str | None, ElfImage | None]] = {}
         self._images: dict[tuple[int, int, int, int], ElfImage | None] = {}
         self.debuginfod: DebuginfodClient | None = None
         if os.environ.get("DEBUGINFOD_URLS", "").strip():
@@ -182,6 +184,31 @@ class ElfFinder:
             return self._result(cand, path)
         warn_once(cand, f"build id differs from the recorded one ({build_id.hex()}); ignored")
         return (cand, None)
+
+    def find_vdso(self, build_id: bytes | None) -> tuple[str | None, ElfImage | None]:
+        """(local path or None, image or None) for a `[vdso]` mapping whose build id is the
+        MMAP2 record's or, without one, HEADER_BUILD_ID's: perf's build-id cache copy
+        (`D/[vdso]/<id>/vdso`), else this process's own vDSO when its build id is the same
+        (a recording of this boot). Never a vDSO of another build id, nor one unchecked."""
+        build_id = build_id or self.build_ids.get(VDSO_NAME) or None
+        hit = self._vdsos.get(build_id)
+        if hit is None:
+            hit = self._vdsos[build_id] = self._find_vdso(build_id)
+        return hit
+
+    def _find_vdso(self, build_id: bytes | None) -> tuple[str | None, ElfImage | None]:
+        if build_id is None:
+            return (None, None)
+        for d in self.debug_paths:
+            cand = os.path.join(d, "[vdso]", build_id.hex(), "vdso")
+            image = self._load(cand)
+            if image is not None and build_id_matches(build_id, image.build_id):
+                return self._result(cand, "[vdso]")
+        data = own_vdso()
+        image = None if data is None else ElfImage.from_bytes("[vdso]", data)
+        if image is not None and build_id_matches(build_id, image.build_id):
+            return (None, image)
+        return (None, None)
 
     def open_listed(self, build_ids) -> None:
         """Open now the files perf lists in the FEATURES build-id table (the files with

@@ -19,13 +19,12 @@ import zlib
 from ..demangle import demangle
 from ..regular import open_regular
 from .notes import gnu_build_id
-from .symtab import SymbolTable, name_at, sorted_table, table_rows
+from .symtab import SymbolTable, enclosing_sized, name_at, sorted_table, table_rows
 
 TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from ..cache import CacheRecord
 
-ET_EXEC = 2
 PT_LOAD = 1
 PT_NOTE = 4
 PF_X = 1
@@ -251,6 +250,7 @@ class ElfImage:
         self._inflations: dict[str, _Inflation] = {}  # prefetch() jobs not yet taken
         self._syms: SymbolTable | None = None
         self._sym_answers: dict[int, tuple[str, int, int]] = {}  # symbol_at per table index
+        self._enclosing: list[int] | None = None  # symtab.enclosing_sized, on first need
         self._alloc: tuple[list[int], list[_Section]] | None = None
         self._plt: tuple[int, dict[int, str | tuple[int, int]], bytes] | None = None
         self.cache: CacheRecord | None = None  # persistent record, set by the finder
@@ -406,9 +406,11 @@ class ElfImage:
         layout (separate-code, differing offset/vaddr deltas) agree on one bias. Segments can
         share a file page; then the mapping's `prot` (MMAP2 PROT_* bits, if known) picks one
         by its exec/write bits, and a segment starting exactly at the offset wins.
+
+        The rule is the same for ET_EXEC: the kernel's mapping at the link address gets bias
+        0, and a second mapping of the file elsewhere (V8 remaps node's embedded builtins
+        from /usr/bin/node) gets its own bias, never addr - pgoff.
         """
-        if self.elf_type == ET_EXEC:
-            return 0
         for page in _PAGE_SIZES:
             best = None
             best_rank = None
@@ -557,6 +559,7 @@ class ElfImage:
         self._section_cache.clear()
         self._syms = None
         self._sym_answers.clear()
+        self._enclosing = None
 
     # ----------------------------------------------------------------- symbols
 
@@ -584,6 +587,13 @@ class ElfImage:
             size = sizes[i]
             if size and vaddr >= values[i] + size:
                 return None
+        if not sizes[i]:
+            # a label inside a sized function: the function (symtab.enclosing_sized)
+            if self._enclosing is None:
+                self._enclosing = enclosing_sized(values, sizes)
+            j = self._enclosing[i]
+            if j >= 0 and vaddr < values[j] + sizes[j] and strings[name_offs[j]]:
+                i = j
         # addresses of one function share the answer (decoding and demangling it once)
         hit = self._sym_answers.get(i)
         if hit is None:

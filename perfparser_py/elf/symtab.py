@@ -114,3 +114,26 @@ def sorted_table(tables: list[tuple[tuple[list[int], list[int], list[int]], byte
 def name_at(strings: bytes, offset: int) -> bytes:
     """The name at `offset` of a `sorted_table`'s strings."""
     return strings[offset:strings.index(b"\0", offset)]
+
+
+def enclosing_sized(values: list[int], sizes: list[int]) -> list[int]:
+    """Per row of a `sorted_table`, the innermost sized row that covers its address (-1 when
+    none does), for the rows without a size.
+
+    A size-0 symbol is a label (a jump target, a local entry point: V8 builds its builtins
+    with many) and reads as reaching up to the next symbol; inside a sized function it must
+    not take the function's name, as perf and elfutils (dwfl_module_addrsym) see it: a sized
+    symbol that contains the address wins, a sizeless one is only the fallback. One sweep
+    with a stack of the sized rows still open.
+    """
+    out = [-1] * len(values)
+    open_rows: list[int] = []
+    for i, (value, size) in enumerate(zip(values, sizes, strict=True)):
+        while open_rows and values[open_rows[-1]] + sizes[open_rows[-1]] <= value:
+            open_rows.pop()
+        if size:
+            open_rows.append(i)
+        elif open_rows:
+            out[i] = open_rows[-1]
+    return out
+

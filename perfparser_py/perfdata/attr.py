@@ -274,42 +274,75 @@ def parse_attr(buf, offset: int, big_endian: bool) -> PerfEventAttr:
     return PerfEventAttr(**{name: c[name] for name in _ATTR_FIELDS}, big_endian=big_endian)
 
 
-_HW_NAMES = ("cpu-cycles", "instructions", "cache-references", "cache-misses",
-             "branch-instructions", "branch-misses", "bus-cycles", "stalled-cycles-frontend",
-             "stalled-cycles-backend", "ref-cycles")
+# perf's own names of an attr without one (tools/perf/util/evsel.c, evsel__name)
+_HW_NAMES = ("cycles", "instructions", "cache-references", "cache-misses", "branches",
+             "branch-misses", "bus-cycles", "stalled-cycles-frontend", "stalled-cycles-backend",
+             "ref-cycles")
 _SW_NAMES = ("cpu-clock", "task-clock", "page-faults", "context-switches", "cpu-migrations",
              "minor-faults", "major-faults", "alignment-faults", "emulation-faults", "dummy")
 _CACHE_NAMES = ("L1-dcache", "L1-icache", "LLC", "dTLB", "iTLB", "branch", "node")
-_CACHE_OPS = ("-load", "-store", "-prefetch")
-_CACHE_RESULTS = ("-refs", "-misses")
+_CACHE_OPS = (("load", "loads"), ("store", "stores"), ("prefetch", "prefetches"))
+_CACHE_RESULTS = ("refs", "misses")
+# the ops each cache supports (read, write, prefetch as bits 0-2); others are "invalid-cache"
+_CACHE_VALID_OPS = (0b111, 0b101, 0b111, 0b111, 0b001, 0b001, 0b111)
+_BP_ACCESS = ((1, "r"), (2, "w"), (4, "x"))  # HW_BREAKPOINT_R / _W / _X
 
 
 def _hw_cache_name(config: int) -> str:
     cache_id, op, result = config & 0xFF, (config >> 8) & 0xFF, (config >> 16) & 0xFF
     if cache_id >= len(_CACHE_NAMES):
-        return f"hardware cache event: 0x{config:x}"
-    name = _CACHE_NAMES[cache_id]
+        return "unknown-ext-hardware-cache-type"
     if op >= len(_CACHE_OPS):
-        return f"{name} event: 0x{config:x}"
-    name += _CACHE_OPS[op]
+        return "unknown-ext-hardware-cache-op"
     if result >= len(_CACHE_RESULTS):
-        return f"{name} event: 0x{config:x}"
-    return name + _CACHE_RESULTS[result]
+        return "unknown-ext-hardware-cache-result"
+    if not _CACHE_VALID_OPS[cache_id] >> op & 1:
+        return "invalid-cache"
+    name = _CACHE_NAMES[cache_id]
+    if result:
+        return f"{name}-{_CACHE_OPS[op][0]}-{_CACHE_RESULTS[result]}"
+    return f"{name}-{_CACHE_OPS[op][1]}"
 
 
-def generated_name(attr: PerfEventAttr) -> str:
-    """The event name perfparser makes up when perf gave none (pipe mode, SEMANTICS §4.3)."""
+def _modifiers(flags: int) -> str:
+    """perf's modifier suffix (`:u`, `:ppp`, `:kH`...) for the exclude_* and precise_ip bits,
+    by perf 6.1's rule: H/G are shown when exclude_host is set or exclude_guest differs from
+    what perf sets by default (set when a k/u/h or p modifier was given)."""
+    excl_user, excl_kernel, excl_hv = flags >> 4 & 1, flags >> 5 & 1, flags >> 6 & 1
+    precise = flags >> 15 & 3
+    excl_host, excl_guest = flags >> 19 & 1, flags >> 20 & 1
+    mods = ""
+    guest_default = 0
+    if excl_kernel or excl_user or excl_hv:
+        mods += "k" * (not excl_kernel) + "u" * (not excl_user) + "h" * (not excl_hv)
+        guest_default = 1
+    if precise:
+        mods += "ppp"[:precise]
+        guest_default = 1
+    if excl_host or excl_guest == guest_default:
+        mods += "H" * (not excl_host) + "G" * (not excl_guest)
+    return ":" + mods if mods else ""
+
+
+def generated_name(attr: PerfEventAttr, tracepoint: str | None = None) -> str:
+    """The event name perf gives an attr that came without one (pipe mode without an
+    EVENT_UPDATE name, attribute-section-only ids): perf's evsel__name. `tracepoint` is
+    `system:name` from the tracing data's format of a tracepoint attr, when it is known."""
     t, config = attr.type, attr.config
-    if t == TYPE_HARDWARE:
-        return _HW_NAMES[config] if config < len(_HW_NAMES) else f"hardware event: 0x{config:x}"
-    if t == TYPE_SOFTWARE:
-        return _SW_NAMES[config] if config < len(_SW_NAMES) else f"software event: 0x{config:x}"
     if t == TYPE_TRACEPOINT:
-        return f"tracepoint: 0x{config:x}"
-    if t == TYPE_HW_CACHE:
-        return _hw_cache_name(config)
-    if t == TYPE_RAW:
-        return f"raw event: 0x{config:x}"
-    if t == TYPE_BREAKPOINT:
-        return f"breakpoint: 0x{config:x}"
-    return f"unknown event {t}: 0x{config:x}"
+        return tracepoint or "unknown tracepoint"
+    if t == TYPE_HARDWARE:
+        name = _HW_NAMES[config] if config < len(_HW_NAMES) else "unknown-hardware"
+    elif t == TYPE_SOFTWARE:
+        name = _SW_NAMES[config] if config < len(_SW_NAMES) else "unknown-software"
+    elif t == TYPE_HW_CACHE:
+        name = _hw_cache_name(config)
+    elif t == TYPE_RAW:
+        name = f"raw 0x{config:x}"
+    elif t == TYPE_BREAKPOINT:
+        # bp_addr is config1 in the ABI's union
+        name = f"mem:0x{attr.config1:x}:" + "".join(c for bit, c in _BP_ACCESS
+                                                    if attr.bp_type & bit)
+    else:
+        return f"unknown attr type: {t}"
+    return name + _modifiers(attr.flags)

@@ -17,7 +17,7 @@ from .attr import PerfEventAttr, parse_attr
 from .compressed import ZstdStream, check_feature
 from .errors import DATA_ERROR, HEADER_ERROR, PerfDataError
 from .fast import make_decoders, trailer_for
-from .features import parse_features
+from .features import feature_structs, parse_features
 
 _MALFORMED = (struct.error, ValueError, IndexError, OverflowError, ConstructError)
 _FINISHED_ROUND = ev.FinishedRoundEvent()
@@ -29,10 +29,25 @@ _TOO_SMALL = "File is too small to hold perf data."
 _KEEP_MAPPED = 8 << 20
 _RELEASE_EVERY = 4 << 20
 _F32 = struct.Struct("f")
+_EVENT_UPDATE_NAME = 2  # PERF_EVENT_UPDATE__NAME
+# header + u32 size of the tracing data that follows the record; newer perf pads it to 16
+_TRACING_DATA_SIZE = 12
 
 
 def _f32(x: float) -> float:
     return _F32.unpack(_F32.pack(x))[0]
+
+
+def _warn_unfinished(pos: int | None, end: int) -> None:
+    """The one warning for a file whose header perf record never finalised: perf's words,
+    what was read, and what to do."""
+    cut = (f"; it ends inside a record at offset {pos} ({end - pos} bytes ignored)"
+           if pos is not None and pos < end else "")
+    print("WARNING: The perf.data file's data size field is 0 which is unexpected.\n"
+          "Was the 'perf record' command properly terminated?\n"
+          "perfparser: the file looks unfinished (perf record still writing it, or killed): "
+          f"its records were read up to the end of the file{cut}. Stop perf record with "
+          "Ctrl-C or let it finish, and read the file once it has exited.", file=sys.stderr)
 
 
 def _reason(exc: Exception) -> str:
@@ -64,6 +79,9 @@ class PerfReader:
         self._mmap_len: int | None = None
         self._leftover = b""
         self.skipped = 0  # records skipped for a malformed content (_skip)
+        # pipe mode: [attr, name, ids] of the HEADER_ATTRs read, held back until the records
+        # after them (EVENT_UPDATE names, tracing data) are; None once released (file mode)
+        self._held: list[list] | None = None
 
     # ---------------------------------------------------------------- setup
 
@@ -108,11 +126,13 @@ class PerfReader:
             raise _header_error(f"Header size {size} is too large")
         if size == h.PIPE_HEADER_SIZE:
             self.mode = "pipe"
+            self._held = []
             if src.is_stream:
-                yield from self._pipe_stream(src)
+                records = self._pipe_stream(src)
             else:
-                yield from self._finish(self._records(src.buffer(), 16, len(src.buffer()),
-                                                      release=src.release))
+                records = self._finish(self._records(src.buffer(), 16, len(src.buffer()),
+                                                     release=src.release))
+            yield from self._named_attrs_first(records)
         else:
             self.mode = "file"
             spooled = src.spool(head)
@@ -128,12 +148,10 @@ class PerfReader:
         if header_size > h.FILE_HEADER_SIZE:
             print("Header not completely read.", file=sys.stderr)
         data_offset, data_size = hdr.data.offset, hdr.data.size
+        # perf record writes the data size (and the feature sections after the data) when it
+        # exits: 0 means it is still running or was killed. Like perf report, the records up
+        # to the end of the file are read (there are no feature sections yet).
         unfinished = data_size == 0 and h.FILE_HEADER_SIZE <= data_offset < n
-        if unfinished:
-            # perf record was killed before it finalised the header: like perf report, read
-            # the records up to the end of the file (there are no feature sections yet)
-            print("WARNING: The perf.data file's data size field is 0 which is unexpected.\n"
-                  "Was the 'perf record' command properly terminated?", file=sys.stderr)
         data_end = data_offset + data_size
         truncated = data_end > n
         if truncated and (data_offset >= n or hdr.attrs.offset + hdr.attrs.size > n):
@@ -205,14 +223,33 @@ class PerfReader:
             yield from self._finish(self._records(buf, data_offset, end, progress,
                                                   release=release))
             return
-        pos = yield from self._records(buf, data_offset, end, progress, partial=True,
-                                       release=release)
-        yield from self._finish(iter(()))
-        if pos < end:
-            print(f"perfparser: the recording ends inside a record at offset {pos}: "
-                  f"{end - pos} bytes of an unfinished record ignored", file=sys.stderr)
+        pos = None  # where the records stopped; None when reading them failed
+        try:
+            pos = yield from self._records(buf, data_offset, end, progress, partial=True,
+                                           release=release)
+            yield from self._finish(iter(()))
+        finally:
+            _warn_unfinished(pos, end)
 
     # ---------------------------------------------------------------- pipe mode
+
+    def _named_attrs_first(self, events: Iterator[object]) -> Iterator[object]:
+        """Pipe mode: perf sends each attr's name after it (HEADER_ATTRs, then an EVENT_UPDATE
+        NAME per event, then the tracing data whose formats name tracepoints): the attrs go
+        out with their names just before the first other event, or at the end."""
+        for e in events:
+            if self._held and type(e) is not ev.TracingDataEvent:
+                yield from self._release_held()
+            yield e
+            if self._held is None:
+                break
+        yield from events
+        yield from self._release_held()
+
+    def _release_held(self) -> Iterator[object]:
+        held, self._held = self._held or (), None
+        for attr, name, ids in held:
+            yield ev.AttrEvent(attr, name, ids)
 
     def _pipe_stream(self, src) -> Iterator[object]:
         unpack = self._record_header
@@ -227,7 +264,7 @@ class PerfReader:
             if len(body) < size - 8:
                 raise _data_error(f"Unexpected end of input inside a record of type {rtype} "
                                   f"(size {size}, got {len(body) + 8} bytes)")
-            if rtype == r.HEADER_TRACING_DATA and size == 12:
+            if rtype == r.HEADER_TRACING_DATA and size >= _TRACING_DATA_SIZE:
                 (n,) = struct.unpack_from(self._e + "I", body, 0)
                 data = src.read(n)
                 if len(data) < n:
@@ -314,7 +351,7 @@ class PerfReader:
                         yield mmap(buf, body, rend, misc, size, self._trailer)
                     elif rtype == r.FINISHED_ROUND:
                         yield _FINISHED_ROUND
-                    elif rtype == r.HEADER_TRACING_DATA and size == 12:
+                    elif rtype == r.HEADER_TRACING_DATA and size >= _TRACING_DATA_SIZE:
                         (n,) = dec.u32(buf, body)
                         if rend + n > end:
                             raise _data_error(f"Tracing data at offset {rend} runs past the end")
@@ -360,7 +397,14 @@ class PerfReader:
             if self._global is None:
                 self._set_global(attr)
             self._register(attr, ids)
-            yield ev.AttrEvent(attr, None, ids)
+            if self._held is None:
+                yield ev.AttrEvent(attr, None, ids)
+            else:
+                self._held.append([attr, None, ids])
+        elif rtype == r.EVENT_UPDATE:
+            self._event_update(buf, pos, end)
+        elif rtype == r.HEADER_FEATURE and self._held:
+            self._feature_event_desc(buf, pos, end)
         elif rtype == r.HEADER_TRACING_DATA:
             print(f"HEADER_TRACING_DATA record of unexpected size {size} skipped", file=sys.stderr)
         elif rtype == r.COMPRESSED:
@@ -370,6 +414,35 @@ class PerfReader:
             if pos + 8 + n > end:
                 raise _data_error(f"COMPRESSED2 payload of {n} bytes exceeds its record")
             yield from self._decompress(buf[pos + 8:pos + 8 + n])
+
+    def _name_held(self, sample_id: int, name: bytes) -> None:
+        """Name the held attr of `sample_id`; a later record's name wins, as in perf."""
+        for entry in self._held or ():
+            if sample_id in entry[2]:
+                entry[1] = name.decode("utf-8", "replace")
+
+    def _event_update(self, buf, pos: int, end: int) -> None:
+        """An EVENT_UPDATE of type NAME names the held attr of its id (perf's evsel name,
+        e.g. `cpu-clock:ppp`); other types (unit, scale, cpus) say nothing we send."""
+        if end - pos >= 16 and self._held:
+            kind, eid = struct.unpack_from(self._e + "QQ", buf, pos)
+            if kind == _EVENT_UPDATE_NAME:
+                self._name_held(eid, bytes(buf[pos + 16:end]).split(b"\0", 1)[0])
+
+    def _feature_event_desc(self, buf, pos: int, end: int) -> None:
+        """Pipe mode's EVENT_DESC feature (a HEADER_FEATURE record) names held attrs by id."""
+        if end - pos < 8 or self._dec.peek_u64(buf, pos) != h.FEAT_EVENT_DESC:
+            return
+        try:
+            desc = feature_structs(self.big_endian)[h.FEAT_EVENT_DESC].parse(
+                bytes(buf[pos + 8:end]))
+        except _MALFORMED as exc:
+            print(f"pipe-mode EVENT_DESC feature not read: {str(exc).splitlines()[0]}",
+                  file=sys.stderr)
+            return
+        for e in desc.events:
+            for i in e.ids:
+                self._name_held(i, e.name)
 
     def _decompress(self, payload) -> Iterator[object]:
         if self._zstd is None:

@@ -29,6 +29,9 @@ sample registers and first-step words it depends on, without making the register
 
 from __future__ import annotations
 
+# Compiled with the C types of dwarf.pxd (setup.py): its cpdef functions use list
+# comprehensions where a generator expression would do, as Cython compiles no closures there.
+
 import struct
 from collections.abc import Callable
 from itertools import pairwise
@@ -164,7 +167,12 @@ def _lookup(module_at: ModuleAt, adj: int, word: int) -> tuple | None:
     if mod is None or mod[2] is None:
         return None
     row = mod[2].row(adj - mod[1])
-    return None if row is None else _compile(row, word)
+    if row is None:
+        return None
+    compiled = row.compiled
+    if compiled is None or compiled[0] != word:
+        compiled = row.compiled = (word, _compile(row, word))
+    return compiled[1]
 
 
 def _compile(row, word: int) -> tuple:
@@ -181,12 +189,12 @@ def _compile(row, word: int) -> tuple:
     memory) once the CFA is computable."""
     rule = row.cfa
     cfa_reg, cfa_arg = (rule[1], rule[2]) if rule[0] == CFA_REG else (-1, rule[1])
-    rules = tuple((reg, kind, arg) for reg, (kind, arg) in row.regs.items())
+    rules = tuple([(reg, kind, arg) for reg, (kind, arg) in row.regs.items()])
     ra = row.ra
     first = span = unpack = saved = offsets = ra_i = None
-    saves = sorted((arg, reg) for reg, kind, arg in rules if kind == OFFSET)
+    saves = sorted([(arg, reg) for reg, kind, arg in rules if kind == OFFSET])
     if (cfa_reg >= 0 and saves and len(saves) == len(rules) and ra in row.regs
-            and all(b[0] - a[0] >= word for a, b in pairwise(saves))
+            and all([b[0] - a[0] >= word for a, b in pairwise(saves)])
             and saves[-1][0] - saves[0][0] < 1 << 16):
         first = saves[0][0]
         letter = "Q" if word == 8 else "I"
@@ -196,9 +204,9 @@ def _compile(row, word: int) -> tuple:
             fmt += f"{off - pos}x{letter}"  # skip to the word at `off`, read it
             pos = off + word
         span = pos - first
-        unpack = struct.Struct(fmt).unpack_from
-        saved = tuple(reg for _off, reg in saves)
-        offsets = tuple(off - first for off, _reg in saves)
+        unpack = _unpacker(fmt)
+        saved = tuple([reg for _off, reg in saves])
+        offsets = tuple([off - first for off, _reg in saves])
         ra_i = saved.index(ra)
     end = False
     if cfa_reg >= 0:
@@ -211,6 +219,20 @@ def _compile(row, word: int) -> tuple:
     return (cfa_reg, cfa_arg, row.signal, first, span, unpack, saved, offsets, ra_i, end,
             rules, ra)
 
+
+def _unpacker(fmt: str) -> Callable:
+    """unpack_from of struct.Struct(fmt), made once per format: the rows of a program save
+    registers in few layouts, and making a Struct costs more than compiling the rest of a row."""
+    unpack = _UNPACKERS.get(fmt)
+    if unpack is None:
+        if len(_UNPACKERS) >= _MAX_UNPACKERS:
+            _UNPACKERS.clear()
+        unpack = _UNPACKERS[fmt] = struct.Struct(fmt).unpack_from
+    return unpack
+
+
+_UNPACKERS: dict[str, Callable] = {}
+_MAX_UNPACKERS = 4096  # formats come from the input: bounds their memory
 
 _MISS = object()
 
@@ -251,7 +273,6 @@ def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryv
     append = frames.append
     get = regs.get
     steps_get = steps.get
-    write = history.write
     seen: set[tuple[int, int]] = set()
     mem = None
     exact = True  # pc is an activation address: the first frame's, or a signal frame's caller's
@@ -290,7 +311,7 @@ def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryv
                     values = unpack(stack, first - lo)
                     regs[sp_reg] = cfa
                     regs.update(zip(saved, values, strict=True))
-                    write(first, offsets, values)
+                    history.write(first, offsets, values)  # a C call when compiled
                     ra = values[ra_i]
                     regs[ip] = ra & ~1 if arm else ra
                     new = regs
@@ -409,7 +430,7 @@ def _record(split: tuple, trail: list, frames: list[int], seen: set,
                     control.add(first + off)
         needed.add(step[0])
     addrs = sorted(words)
-    if any(y - x < word for x, y in pairwise(addrs)):
+    if any([y - x < word for x, y in pairwise(addrs)]):
         return  # overlapping words: no single Struct reads them
     letter = "Q" if word == 8 else "I"
     fmt = "<"
@@ -418,14 +439,14 @@ def _record(split: tuple, trail: list, frames: list[int], seen: set,
         fmt += f"{addr - pos}x{letter}"
         pos = addr + word
     ctl = _picker([i for i, addr in enumerate(addrs) if addr in control])
-    values = tuple(words[addr] for addr in addrs)
+    values = tuple([words[addr] for addr in addrs])
     suffixes.words += len(addrs)
     if suffixes.words > _MAX_SUFFIX_WORDS:
         suffixes.clear()
         suffixes.wholes.clear()  # they hold suffixes: this bounds what they keep alive too
         suffixes.words = len(addrs)
-    suffixes[memo_key] = (tuple(inputs), tuple(at_split.get(r) for r in inputs), addrs[0], pos,
-                    struct.Struct(fmt).unpack_from, tuple(addrs), ctl, ctl(values),
+    suffixes[memo_key] = (tuple(inputs), tuple([at_split.get(r) for r in inputs]), addrs[0], pos,
+                    _unpacker(fmt), tuple(addrs), ctl, ctl(values),
                     frozenset(seen - {key0}), tuple(frames[1:]), zero_end)
 
 
@@ -454,7 +475,7 @@ def _compose(wholes: _Wholes, key: tuple, first: tuple, frame: int, suffix: tupl
     written = {ip, sp_reg, *saved}
     inputs = [] if cfa_reg in (ip, sp_reg) else [cfa_reg]
     inputs += [r for r in s_inputs if r not in written and r not in inputs]
-    if any(r not in unchanged for r in inputs):
+    if any([r not in unchanged for r in inputs]):
         return  # an input the walk does not take from the sample as it is
     needed = {sp_reg, *s_inputs}
     ctl = _picker([i for i, reg in enumerate(saved) if i == ra_i or reg in needed])

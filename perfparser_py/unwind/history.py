@@ -53,7 +53,8 @@ class History(dict):
 
     def settle(self) -> None:
         """Apply the pending writes, oldest first."""
-        update = self.update
         for base, offsets, values in self.pending.values():
-            update(zip([base + off for off in offsets], values, strict=True))
+            # an index loop: compiled (history.pxd), C indexing beats building zip pairs
+            for i in range(len(offsets)):
+                self[base + offsets[i]] = values[i]
         self.pending.clear()

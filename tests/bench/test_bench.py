@@ -1,6 +1,8 @@
-"""tools/bench runs end to end on a tiny recording (no timing assertions); needs perf and
-g++, which CI has."""
+"""tools/bench runs end to end on tiny recordings (no timing assertions); needs perf, g++ and
+sqlite3, which CI has (tools/run-tests' apt list)."""
 
+import importlib.machinery
+import importlib.util
 import json
 import os
 import subprocess
@@ -11,21 +13,71 @@ REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "tools" / "bench"
 
 
-def test_bench_smoke(tmp_path: Path) -> None:
+def run_bench(tmp_path: Path, *args: str, reference: str | None = None) -> dict:
     out = tmp_path / "results.json"
-    env = {**os.environ, "PERFPARSER_REFERENCE": "/nonexistent/perfparser"}
+    env = dict(os.environ)
+    if reference is not None:
+        env["PERFPARSER_REFERENCE"] = reference
     proc = subprocess.run(
-        [sys.executable, str(BENCH), "--only", "tiny-fp", "--runs", "1", "--work",
-         str(tmp_path), "--json", str(out)],
+        [sys.executable, str(BENCH), *args, "--runs", "1", "--work", str(tmp_path / "work"),
+         "--json", str(out)],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "tiny-fp" in proc.stdout and "per-stage profile" in proc.stdout
     report = json.loads(out.read_text())
+    report["stdout"] = proc.stdout
+    return report
+
+
+def test_bench_smoke(tmp_path: Path) -> None:
+    report = run_bench(tmp_path, "--only", "tiny-fp", reference="/nonexistent/perfparser")
+    assert "tiny-fp" in report["stdout"] and "per-stage profile" in report["stdout"]
     (entry,) = report["results"]
-    assert entry["samples"] > 0
+    assert entry["set"] == "synthetic" and entry["samples"] > 0
     assert entry["ours"]["exit_codes"] == [0]
     assert entry["ours"]["median_s"] > 0 and entry["ours"]["peak_rss_kib"] > 0
     assert "reference" not in entry  # reference missing: ours only
+    assert entry["check"] == {"ours": "ok"}
     assert sum(entry["stages_s"].values()) > 0
     assert set(entry["stages_s"]) >= {"parse", "order", "unwind", "symbolize", "emit"}
+
+
+def test_bench_real_sqlite3(tmp_path: Path) -> None:
+    """The real set's path: Debian's sqlite3 recorded here in a clean environment with DWARF
+    stacks, every variant timed, and our stream holding exactly perf's sample count."""
+    report = run_bench(tmp_path, "--only", "sqlite3-dwarf-1k", "--no-profile")
+    (entry,) = report["results"]
+    assert entry["set"] == "real"
+    assert entry["workload"]["program"] == "sqlite3" and entry["workload"]["units"] >= 1
+    header = subprocess.run(["perf", "report", "--header-only", "-i", entry["file"]],
+                            capture_output=True, text=True, check=True).stdout
+    cmdline = next(line for line in header.splitlines() if line.startswith("# cmdline"))
+    assert " -N -F 1999 --call-graph dwarf " in cmdline
+    assert 200 < entry["samples"] < 5000  # about 1k: the calibration held
+    for variant in ("ours", "ours_warm", "ours_pinned", "ours_pinned_warm"):
+        assert entry[variant]["exit_codes"] == [0] and entry[variant]["median_s"] > 0
+    assert entry["check"]["ours"] == "ok"
+    assert entry["ours"]["stream_samples"] == entry["samples"]
+    if report["reference"] is not None:
+        assert {"ratio", "ratio_warm", "ratio_pinned", "ratio_pinned_warm"} <= set(entry)
+
+
+def test_check_names_what_is_wrong(monkeypatch) -> None:
+    """A parser's verdict fails on any run's exit code and on a stream short of perf's count."""
+    loader = importlib.machinery.SourceFileLoader("bench_tool", str(BENCH))
+    bench = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    monkeypatch.setitem(sys.modules, loader.name, bench)  # its dataclass looks itself up there
+    monkeypatch.setattr(sys, "path", list(sys.path))  # it adds tools/ for its modules
+    loader.exec_module(bench)
+
+    def variant(codes: list[int], stream: int | None = None) -> dict:
+        v = {"runs": [0.1], "exit_codes": codes}
+        return v if stream is None else {**v, "stream_samples": stream}
+
+    entry = {"samples": 100, "ours": variant([0], 100), "ours_pinned": variant([0, 1]),
+             "reference": variant([0], 99), "reference_pinned": variant([0])}
+    assert bench.check(entry, ("ours", "reference")) == {
+        "ours": "exit codes [0, 1]",
+        "reference": "99 samples in the stream, perf counts 100"}
+    entry["ours_pinned"] = variant([0])
+    assert bench.check(entry, ("ours",)) == {"ours": "ok"}

@@ -141,3 +141,36 @@ def test_exit_codes_count_only_when_both_sides_ran():
     for ours, ref, equal in ((0, None, True), (None, 1, True), (0, 0, True), (0, 1, False)):
         report = {**base, "ours": {"exit_code": ours}, "reference": {"exit_code": ref}}
         assert C.is_equal(report, 0.0) is equal
+
+
+def test_parser_options_go_to_both_parsers_without_a_separator(tmp_path):
+    fake = tmp_path / "fake_parser.py"
+    fake.write_text("import sys; a = sys.argv\n"
+                    "assert a[3:] == ['--app', '/some/dir', '--kallsyms', 'k', '--x'], a\n"
+                    "sys.stdout.buffer.write(open(a[2], 'rb').read())\n")
+    cmd = f"{sys.executable} {fake}"
+    r = run(str(PARALLEL), "--app", "/some/dir", "--ours", cmd, "--reference", cmd,
+            "--kallsyms", "k", "--", "--x")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_source_paths_spelled_differently_are_the_same_position(tmp_path):
+    spelled = tmp_path / "spelled.qperfstream"
+
+    def respell(m):
+        if isinstance(m, P.String) and m.string.startswith(b"/") and m.string.endswith((b".c", b".cpp", b".h")):
+            return P.String(m.id, b"/./x/.." + m.string)
+        return m
+    spelled.write_bytes(rewrite(VECTOR, respell))
+    assert rewrite(VECTOR, respell) != VECTOR.read_bytes()
+    r = run("--json", "--ours-stream", str(spelled), "--reference-stream", str(VECTOR))
+    assert r.returncode == 0, r.stdout
+    assert C.source_path("./csu/../sysdeps/nptl/x.h") == C.source_path("../sysdeps/nptl/x.h")
+    assert C.source_path("/a/b/../c.c") == "/a/c.c"
+
+
+@pytest.mark.parametrize("tool", ["compare", "stream2text"])
+def test_help_names_the_installed_command(tool):
+    r = subprocess.run([sys.executable, str(REPO / "tools" / tool), "--help"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith(f"usage: perfparser-{tool} ")

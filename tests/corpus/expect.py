@@ -140,6 +140,16 @@ def case_options(case_dir: Path) -> list[str]:
     return opts
 
 
+def case_args(case_dir: Path, data_name: str) -> list[str]:
+    """The parser's arguments for one recording of a case: case_options plus its perf map."""
+    args = ["--input", str(case_dir / data_name), *case_options(case_dir)]
+    perf_map = load_case(case_dir).get("parser", {}).get("perf_map_path")
+    if perf_map:
+        # the value may carry prose after the path: ". (this directory holds ...)"
+        args += ["--perf-map-path", str((case_dir / perf_map.split()[0]).resolve())]
+    return args
+
+
 def load_case(case_dir: Path) -> dict:
     return tomllib.loads((case_dir / "case.toml").read_text())
 

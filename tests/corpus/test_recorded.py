@@ -9,7 +9,7 @@ import pytest
 
 from tests.corpus.expect import (
     CORPUS,
-    case_options,
+    case_args,
     decode,
     evaluate,
     evaluate_inline,
@@ -24,14 +24,7 @@ CASES = sorted(p.name for p in RECORDED.iterdir() if (p / "case.toml").is_file()
 
 @functools.cache
 def parsed(case: str, data_name: str):
-    case_dir = RECORDED / case
-    args = ["--input", str(case_dir / data_name), *case_options(case_dir)]
-    manifest = load_case(case_dir)
-    perf_map = manifest.get("parser", {}).get("perf_map_path")
-    if perf_map:
-        # the value may carry prose after the path: ". (this directory holds ...)"
-        args += ["--perf-map-path", str((case_dir / perf_map.split()[0]).resolve())]
-    res = run_parser(args)
+    res = run_parser(case_args(RECORDED / case, data_name))
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     return decode(res.stdout)
 

@@ -194,8 +194,25 @@ def test_load_bias_with_differing_offset_deltas() -> None:
     assert image.load_bias(bias + 0x4000, 0x3000) == bias  # file 0x3000 is vaddr 0x4000
     assert image.read(0x2800, 4) == bytes(i & 0xFF for i in range(0x1800, 0x1804))
     assert image.read(0x205800 + 0x7FF, 2) is None  # runs past p_filesz
-    exec_image = ElfImage.from_bytes("x", synthetic_elf(segs, etype=2))
-    assert exec_image.load_bias(0x400000, 0) == 0
+
+
+def test_load_bias_of_an_executable_mapped_twice() -> None:
+    """ET_EXEC is placed like any ELF: by the PT_LOAD covering the mapping's file offset.
+    The kernel's mappings at the link address get bias 0; a second mapping of the text at
+    another address, from a file offset inside the segment (pgoff != p_offset, as V8 maps
+    node's builtins), gets its own bias."""
+    segs = [(0x400000, 0x800, 0x0, 0x800), (0x401000, 0x6000, 0x1000, 0x6000),
+            (0x408000, 0x1000, 0x7000, 0x1000)]
+    image = ElfImage.from_bytes("exec", synthetic_elf(segs, etype=2))
+    assert image is not None and image.elf_type == 2
+    for vaddr, _memsz, off, _filesz in segs:
+        assert image.load_bias(vaddr, off, 5) == 0
+    assert image.load_bias(0x403000, 0x3000) == 0  # a piece split off by mprotect
+    second = 0x7F1234560000
+    bias = image.load_bias(second, 0x4000, 5)  # file 0x4000 is vaddr 0x404000
+    assert bias == second - 0x404000
+    assert image.read(second + 0x10 - bias, 4) == bytes(i & 0xFF for i in range(0x4010, 0x4014))
+    assert image.load_bias(second, 0x9000) is None  # no PT_LOAD covers the offset
 
 
 def test_read_matches_file(built: dict[str, Path]) -> None:
@@ -267,3 +284,25 @@ def test_hostile_elf_never_raises(built: dict[str, Path], tmp_path: Path,
         for name in (".debug_info", ".eh_frame", ".symtab", ".debug_line"):
             image.section(name)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_label_inside_a_function_takes_the_function_name(tmp_path):
+    """A size-0 label (here an asm label in the loop) is only a fallback: a sized function
+    that contains the address names it, as perf and elfutils do (V8's builtins)."""
+    src = tmp_path / "label.c"
+    src.write_text("long hot(long n) { long s = 0; for (long i = 0; i < n; i++) {\n"
+                   "  __asm__ volatile(\"inner_label: nop\"); s += i * 3; } return s; }\n"
+                   "__asm__(\".text\\nafter_label: nop\\n\");\n"
+                   "int main(int c, char **v) { return (int)hot(c); }\n")
+    exe = tmp_path / "label"
+    subprocess.run(["gcc", "-O1", "-o", str(exe), str(src)], check=True)
+    syms = {name: (value, size) for value, size, _t, name in nm_symbols(exe)}
+    hot, hot_size = syms["hot"]
+    label = syms["inner_label"][0]
+    assert hot < label < hot + hot_size and syms["inner_label"][1] == 0
+    image = ElfImage.open(str(exe))
+    assert image.symbol_at(label)[:2] == ("hot", hot)
+    assert image.symbol_at(label + 1)[:2] == ("hot", hot)
+    # outside every sized symbol, the label is still the best name there is
+    after = syms["after_label"][0]
+    assert image.symbol_at(after)[0] == "after_label"

@@ -65,3 +65,12 @@ def test_matches_row_by_row_reading(tables, is_64: bool, big: bool, thumb: bool)
 def test_empty_tables() -> None:
     assert sorted_table([]) == ([], [], [], b"")
     assert sorted_table([(table_rows(b"", True, False, False), b"")]) == ([], [], [], b"\0")
+
+
+def test_labels_inside_a_sized_function_belong_to_it():
+    from perfparser_py.elf.symtab import enclosing_sized
+
+    # f [0x100, 0x200) holds label a and g [0x180, 0x190) with label b; label c follows f
+    values = [0x100, 0x120, 0x180, 0x184, 0x200]
+    sizes = [0x100, 0, 0x10, 0, 0]
+    assert enclosing_sized(values, sizes) == [-1, 0, -1, 2, -1]

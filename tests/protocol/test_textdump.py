@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from perfparser_py import protocol as P
-from perfparser_py import textdump
+from perfparser_py import reports, textdump
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / ".." / "shared" / "spec" / "golden"
@@ -58,13 +58,14 @@ def test_lookups_never_fail_on_dangling_ids():
 
 
 def test_summary_counts_processes_and_unresolved_frames():
-    out = textdump.summary(state_of("fork_static_gcc_perf.data.zstd"))
+    out = reports.summary_text(reports.analyse(reports.Stacks(
+        state_of("fork_static_gcc_perf.data.zstd"))))
     lines = out.splitlines()
     assert lines[-1].startswith("total: ")
     per_pid = [ln for ln in lines if ln.startswith("pid ")]
     total = sum(int(ln.split(": ")[1].split()[0]) for ln in per_pid)
     assert f"total: {total} samples in {len(per_pid)} processes" in lines[-1]
-    assert per_pid == ["pid 18175 (fork): 106 samples, 0.0% of 461 frames unresolved"]
+    assert per_pid == ["pid 18175 (fork): 106 samples (100.0%), 0.0% of 461 frames unresolved"]
 
 
 def run_cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:

@@ -1,0 +1,55 @@
+# C types of cfi.py when compiled (setup.py); the .py stays the source of truth. Addresses
+# stay Python ints (64-bit unsigned, and sums before the mask); positions in a section and
+# opcodes are C integers.
+
+cimport cython
+
+
+cdef class Row:
+    cdef public object cfa, regs, ra, signal, lo, hi, compiled
+
+
+cdef class _Cie:
+    cdef public object code_align, data_align, ra, fde_enc, signal, aug_z, init, addr_size
+    cdef public object seg_size, initial
+
+
+cdef class _Frames:
+    cdef public object vaddr, data, is_eh, e, addr_size, mask, starts
+    cdef public dict cies
+    cdef public list ends, offsets
+
+    cpdef object _u(self, str fmt, object pos)
+    cpdef tuple read_enc(self, object pos, object enc)
+    cpdef tuple _header(self, object off)
+    cpdef _Cie cie(self, object off)
+    cpdef tuple fde(self, object off)
+
+
+cdef class _HdrTable:
+    cdef public object fmt, base, data, mask
+    cdef public Py_ssize_t entry, pos, count
+
+    @cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, mid=Py_ssize_t)
+    cpdef object find(self, object pc)
+
+
+cdef class Cfi:
+    cdef public _Frames _eh, _debug
+    cdef public _HdrTable _hdr
+    cdef public dict _fdes, _rows
+
+    cpdef object row(self, object vaddr)
+    cpdef object _lookup(self, int which, _Frames frames, object pc)
+
+
+@cython.locals(op=int, hi2=int, pos=Py_ssize_t, end=Py_ssize_t, stack=list)
+cpdef tuple _run(_Frames frames, _Cie c, Py_ssize_t pos, Py_ssize_t end, object loc, tuple cfa,
+                 dict regs, dict initial, list out)
+
+cpdef _snapshot(list out, object loc, tuple cfa, dict regs)
+
+cpdef _restore(dict regs, dict initial, object reg)
+
+@cython.locals(snaps=list, starts=list, ends=list, rows=list)
+cpdef tuple _decode_fde(_Frames frames, object off)

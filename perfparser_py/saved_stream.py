@@ -1,0 +1,42 @@
+"""A saved QPERFSTREAM given as input: hotspot opens its own saved files (`*.perfparser`)
+through its parser, as upstream passes them through. We write it in the flavour the launching
+hotspot reads, which can differ from the one it was saved in (hotspot 1.3.0 rejects the
+newer layouts)."""
+
+from __future__ import annotations
+
+from .protocol import HEADER, MAGIC, ProtocolError, encode, read_stream
+
+
+def is_saved_stream(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False  # the reader reports why it cannot open it
+
+
+def pass_through(path: str, out, flavour: str) -> str | None:
+    """Write the stream at `path` in `flavour`; returns a warning to print, or None. Messages
+    the target flavour has no layout for are left out; an incomplete last message is dropped
+    (hotspot would stop there)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    stream = read_stream(data)  # ProtocolError: the caller reports it
+    if stream.flavour == flavour and not stream.trailing_bytes:
+        out.write(data)
+        return None
+    out.write(HEADER)
+    dropped = 0
+    for msg in stream.messages:
+        try:
+            out.write(encode(msg, flavour))
+        except ProtocolError:
+            dropped += 1
+    notes = []
+    if dropped:
+        notes.append(f"{dropped} messages have no layout in protocol {flavour} and were left out")
+    if stream.trailing_bytes:
+        notes.append(f"the incomplete last message ({len(stream.trailing_bytes)} bytes) was "
+                     "left out")
+    return "; ".join(notes) or None

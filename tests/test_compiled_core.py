@@ -1,0 +1,128 @@
+"""The compiled core (setup.py, DESIGN.md decision 11) and its interpreted twin give
+byte-identical streams, and PERFPARSER_PY_PURE=1 picks the interpreted one.
+
+The hot modules are compiled from the same .py sources, with C types from the .pxd files
+beside them; 64-bit register values and address masks are where a C type could change an
+answer, so every corpus recording and a fresh `--call-graph dwarf` recording of a real
+compiler run (deep stacks through cc1plus, libstdc++ and libc) are converted both ways.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+
+import pytest
+
+from tests.corpus.expect import CORPUS, case_args, load_case
+
+RECORDED = CORPUS / "recorded"
+PACKAGE = Path(__file__).resolve().parents[1] / "perfparser_py"
+ROOT = PACKAGE.parent
+COMPILED = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["perfparser-py"]["compiled"]
+
+
+def _recordings() -> list[tuple[Path, str]]:
+    found = []
+    for case_dir in sorted(RECORDED.iterdir()):
+        if not (case_dir / "case.toml").is_file() or case_dir.name == "badinput":
+            continue
+        manifest = load_case(case_dir)
+        names = {manifest["recording"]["perf_data"]}
+        names.update(e["data"] for e in manifest.get("expect", []) if "data" in e)
+        found += [(case_dir, n) for n in sorted(names)]
+    return found
+
+
+def _run(args: list[str], pure: bool) -> bytes:
+    env = {k: v for k, v in os.environ.items() if k != "PERFPARSER_PY_PURE"}
+    if pure:
+        env["PERFPARSER_PY_PURE"] = "1"
+    env["PERFPARSER_NO_CACHE"] = "1"
+    done = subprocess.run([sys.executable, "-m", "perfparser_py.cli", *args], env=env,
+                          capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return done.stdout
+
+
+def _compiled(source: str) -> bool:
+    stem = ROOT / source.removesuffix(".py")
+    return any(Path(f"{stem}{suffix}").is_file() for suffix in EXTENSION_SUFFIXES)
+
+
+def test_the_core_is_compiled():
+    # tools/run-tests builds the extensions in place (setup.py); a module left interpreted
+    # would make the comparisons below prove nothing for it
+    assert COMPILED and [m for m in COMPILED if not _compiled(m)] == []
+    assert _run(["--version"], pure=False).endswith(b"core: compiled\n")
+
+
+def test_pure_switch_imports_the_sources():
+    code = ("import perfparser_py.unwind.dwarf as d, perfparser_py.elf.cfi as c, "
+            "perfparser_py.perfdata.fast as f; print(d.__file__, c.__file__, f.__file__)")
+    env = dict(os.environ, PERFPARSER_PY_PURE="1")
+    files = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.split()
+    assert len(files) == 3 and all(f.endswith(".py") for f in files)
+    assert _run(["--version"], pure=True).endswith(b"core: interpreted\n")
+
+
+@pytest.mark.parametrize(("case_dir", "data"), _recordings(),
+                         ids=lambda v: v.name if isinstance(v, Path) else v)
+def test_corpus_streams_identical(case_dir: Path, data: str):
+    args = case_args(case_dir, data)
+    assert _run(args, pure=False) == _run(args, pure=True)
+
+
+PROGRAM = r"""
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+template <typename K, typename V>
+std::map<K, std::vector<V>> group(const std::vector<std::pair<K, V>>& in) {
+    std::map<K, std::vector<V>> out;
+    for (auto& [k, v] : in) out[k].push_back(v);
+    return out;
+}
+struct Shape { virtual ~Shape() = default; virtual double area() const = 0; };
+struct Circle : Shape {
+    double r;
+    explicit Circle(double r) : r(r) {}
+    double area() const override { return 3.14 * r * r; }
+};
+int main() {
+    std::vector<std::unique_ptr<Shape>> shapes;
+    for (int i = 0; i < 100; ++i) shapes.push_back(std::make_unique<Circle>(i));
+    std::vector<std::pair<std::string, int>> pairs;
+    for (int i = 0; i < 50; ++i) pairs.emplace_back(std::to_string(i % 7), i);
+    auto g = group(pairs);
+    std::function<int(int)> fib = [&](int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); };
+    std::sort(pairs.begin(), pairs.end(), [](auto& x, auto& y) { return x.second > y.second; });
+    std::ostringstream os;
+    os << shapes[3]->area() << g.size() << fib(15) << pairs.front().first;
+    return os.str().empty();
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("perf") is None and not os.environ.get("CI"),
+                    reason="needs perf (CI has it)")
+def test_fresh_compiler_recording_identical(tmp_path: Path):
+    src = tmp_path / "prog.cpp"
+    src.write_text(PROGRAM)
+    data = tmp_path / "gxx.data"
+    subprocess.run(["perf", "record", "-N", "-q", "-F", "1999", "--call-graph", "dwarf",
+                    "-o", str(data), "--", "g++", "-O2", "-std=c++17", "-c", str(src),
+                    "-o", str(tmp_path / "prog.o")],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
+    args = ["--input", str(data)]
+    assert _run(args, pure=False) == _run(args, pure=True)

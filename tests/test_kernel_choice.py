@@ -1,0 +1,290 @@
+"""Which kallsyms names a run's kernel frames (DESIGN.md decision 6): only one of the
+recording's kernel, placed where that kernel was.
+
+The rules are checked on KernelSymbols directly (notes files and build-id caches made in
+tmp_path), then end to end: the corpus `kernel` case comes from another kernel build than any
+machine running the tests, and a fresh `perf record` here comes from the running one. Kernel
+names are compared with `perf script`'s, frame by frame.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perfparser_py import cpus, pipeline
+from perfparser_py import protocol as P
+from perfparser_py.cli import make_options, parse_args
+from perfparser_py.kernel import KallsymsWorker, KernelSymbols, likely_path, running_build_id
+from tests.corpus.expect import CORPUS, decode, run_parser
+
+KERNEL_CASE = CORPUS / "recorded" / "kernel"
+RECORDED_ID = bytes.fromhex("7bdad2f33eb864144f7545c504378f3db829fd87")  # its case.toml
+TEXT = 0xFFFFFFFF81000000  # _text of the corpus kallsyms and of the case's kernel MMAP
+NEEDS_PERF = pytest.mark.skipif(shutil.which("perf") is None and not os.environ.get("CI"),
+                                reason="needs perf (CI has it)")
+
+
+class _Writer:
+    """The Error messages a KernelSymbols sends."""
+
+    def __init__(self) -> None:
+        self.errors: list[tuple[int, str]] = []
+
+    def error(self, code: int, message: str) -> None:
+        self.errors.append((code, message))
+
+
+def _notes(path: Path, bid: bytes) -> str:
+    """An ELF notes file like /sys/kernel/notes: another note, then the GNU build id."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\x06\0\0\0\x04\0\0\0\x01\x01\0\0Linux\0\0\0\0\0\0\0"
+                     + b"\x04\0\0\0" + len(bid).to_bytes(4, "little") + b"\x03\0\0\0GNU\0"
+                     + bid + bytes(-len(bid) % 4))
+    return str(path)
+
+
+def _cache_copy(debug: Path, bid: bytes, text: bytes = b"ffffffff81000000 T _text\n") -> str:
+    copy = debug / "[kernel.kallsyms]" / bid.hex() / "kallsyms"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(text)
+    return str(copy)
+
+
+def _symbols(kallsyms: str | None, sysroot: str, debug: Path,
+             recorded: bytes | None) -> KernelSymbols:
+    ks = KernelSymbols(_Writer(), kallsyms, sysroot, [str(debug)])
+    if recorded is not None:
+        ks.build_ids([(0, b"\1" * 20, b"/bin/x"), (-1, recorded, b"[kernel.kallsyms]")])
+    return ks
+
+
+def test_proc_kallsyms_only_for_the_recorded_kernel(tmp_path: Path) -> None:
+    other = bytes(range(20))
+    notes = _notes(tmp_path / "notes", RECORDED_ID)
+    debug = tmp_path / "debug"
+    assert _symbols(None, "/", debug, RECORDED_ID).choose(notes) == ("//proc/kallsyms", None)
+    # a 16-byte id comes zero-padded to 20 in HEADER_BUILD_ID
+    short = _notes(tmp_path / "short", RECORDED_ID[:16])
+    assert _symbols(None, "", debug, RECORDED_ID[:16] + bytes(4)).choose(short) == (
+        "/proc/kallsyms", None)
+    # another kernel: nothing, and a warning that names both ids and the fix
+    path, warning = _symbols(None, "/", debug, other).choose(notes)
+    assert path is None
+    assert other.hex() in warning and RECORDED_ID.hex() in warning and "--kallsyms" in warning
+    # ... unless perf's build-id cache has the recording kernel's copy
+    copy = _cache_copy(debug, other)
+    assert _symbols(None, "/", debug, other).choose(notes) == (copy, None)
+    # an unknown running kernel is not the recorded one
+    path, warning = _symbols(None, "/", tmp_path, RECORDED_ID).choose(str(tmp_path / "none"))
+    assert path is None and "none" in warning and RECORDED_ID.hex() in warning
+
+
+def test_without_a_recorded_kernel_id_proc_kallsyms_with_a_warning(tmp_path: Path) -> None:
+    notes = _notes(tmp_path / "notes", RECORDED_ID)
+    path, warning = _symbols(None, "/", tmp_path, None).choose(notes)
+    assert path == "//proc/kallsyms" and "no kernel build-id" in warning
+
+
+def test_an_explicit_file_is_trusted(tmp_path: Path) -> None:
+    notes = _notes(tmp_path / "notes", bytes(range(20)))
+    assert _symbols("/k", "/", tmp_path, RECORDED_ID).choose(notes) == ("/k", None)
+    assert _symbols("/k", "/", tmp_path, None).choose(notes) == ("/k", None)
+
+
+def test_a_sysroot_pairs_its_proc_with_its_own_notes(tmp_path: Path) -> None:
+    """The sysroot is the recording machine's root: the notes beside its /proc/kallsyms say
+    which kernel that is (the running kernel's do not); without notes, a copy put there for
+    upstream's default path is taken as the recording machine's."""
+    host_notes = _notes(tmp_path / "host-notes", RECORDED_ID)
+    sysroot = tmp_path / "sysroot"
+    (sysroot / "proc").mkdir(parents=True)
+    proc = str(sysroot) + "/proc/kallsyms"
+    assert _symbols(None, str(sysroot), tmp_path, RECORDED_ID).choose(host_notes)[0] is None
+    Path(proc).write_text("ffffffff81000000 T _text\n")
+    assert _symbols(None, str(sysroot), tmp_path, RECORDED_ID).choose(host_notes) == (proc, None)
+    _notes(sysroot / "sys/kernel/notes", bytes(range(20)))
+    path, warning = _symbols(None, str(sysroot), tmp_path, RECORDED_ID).choose(host_notes)
+    assert path is None and bytes(range(20)).hex() in warning
+    _notes(sysroot / "sys/kernel/notes", RECORDED_ID)
+    assert _symbols(None, str(sysroot), tmp_path, RECORDED_ID).choose(host_notes) == (proc, None)
+
+
+KALLSYMS = (b"ffffffff82000000 T _stext\n"
+            b"ffffffff82000000 T _text\n"
+            b"ffffffff82000100 T do_work\n"
+            b"ffffffff82000200 t helper\n"
+            b"ffffffffc0001000 t mod_fn\t[mod]\n")
+
+
+def test_the_file_is_moved_to_where_the_recorded_kernel_was(tmp_path: Path, capsys) -> None:
+    """Another boot (KASLR): the file's _text is 0xffffffff82000000, the recording's
+    0xffffffff81000000; core addresses move by the difference, module ones do not (perf
+    places modules by their own maps)."""
+    path = tmp_path / "kallsyms"
+    path.write_bytes(KALLSYMS)
+    ks = _symbols(str(path), "/", tmp_path, RECORDED_ID)
+    ks.kernel_mmap(b"[kernel.kallsyms]_text", TEXT, TEXT + 0x1000000, TEXT)
+    ks.kernel_mmap(b"/lib/modules/mod.ko", 0xFFFFFFFFC0000000, 0xFFFFFFFFC0010000, 0)
+    assert ks.lookup(TEXT + 0x105) == (TEXT + 0x100, "do_work", "")
+    assert ks.lookup(TEXT + 0x200) == (TEXT + 0x200, "helper", "")
+    assert ks.lookup(0xFFFFFFFFC0001010) == (0xFFFFFFFFC0001000, "mod_fn", "[mod]")
+    assert ks.lookup(TEXT - 1) is None
+    assert ks._writer.errors == [] and capsys.readouterr().err == ""
+
+
+def test_a_file_without_the_reference_symbol_is_used_as_it_is(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "kallsyms"
+    path.write_bytes(b"".join(line for line in KALLSYMS.splitlines(keepends=True)
+                              if b" _text" not in line))
+    ks = _symbols(str(path), "/", tmp_path, RECORDED_ID)
+    ks.kernel_mmap(b"[kernel.kallsyms]_text", TEXT, TEXT + 0x1000000, TEXT)
+    assert ks.lookup(0xFFFFFFFF82000105) == (0xFFFFFFFF82000100, "do_work", "")
+    assert ks.lookup(0xFFFFFFFF82000205) == (0xFFFFFFFF82000200, "helper", "")
+    [(code, message)] = ks._writer.errors
+    assert code == 3 and "no _text symbol" in message and str(path) in message
+    assert capsys.readouterr().err.count("no _text symbol") == 1
+
+
+@pytest.mark.skipif(cpus.usable() < 2, reason="the worker needs two CPUs")  # CI has them
+def test_the_worker_is_ended_when_the_run_reads_no_file(tmp_path: Path, capsys) -> None:
+    """The worker parses /proc/kallsyms from the start; a recording of another kernel must
+    not take its table, and ends it."""
+    worker = KallsymsWorker.start(likely_path(None, "/"))
+    assert worker is not None
+    ks = KernelSymbols(_Writer(), None, "/", [str(tmp_path)], worker)
+    ks.build_ids([(-1, RECORDED_ID, b"[kernel.kallsyms]")])
+    assert ks.lookup(TEXT + 0x100) is None
+    assert worker._pid == 0 and worker._replies == -1  # ended and reaped, no table read
+    assert capsys.readouterr().err.count(RECORDED_ID.hex()) == 1
+
+
+# -- end to end ---------------------------------------------------------------------------
+
+def _corpus_kallsyms() -> bytes:
+    return gzip.decompress((CORPUS / "kallsyms" / "kallsyms.gz").read_bytes())
+
+
+def _kernel_frames(stdout: bytes) -> dict[tuple[int, int], list[str | None]]:
+    samples, _ = decode(stdout)
+    return {(s.tid, s.time): [f.sym for f in s.frames if f.kernel] for s in samples}
+
+
+def _perf_kernel_frames(data: Path, kallsyms: str) -> dict[tuple[int, int], list[str | None]]:
+    """perf script's kernel frame names per sample (tid, time in ns); None for [unknown]."""
+    out = subprocess.run(["perf", "script", "-i", str(data), "-F", "tid,time,ip,sym", "--ns",
+                          "--kallsyms", kallsyms], check=True, capture_output=True, text=True,
+                         timeout=120).stdout
+    samples: dict[tuple[int, int], list[str | None]] = {}
+    key = None
+    for line in out.splitlines():
+        if not line.startswith("\t"):
+            if line.strip():
+                tid, time = line.split()[:2]
+                secs, ns = time.rstrip(":").split(".")
+                key = (int(tid), int(secs) * 10**9 + int(ns))
+                samples[key] = []
+            continue
+        ip, _, sym = line.strip().partition(" ")
+        if int(ip, 16) >= 1 << 63:
+            name = sym.split("+0x")[0].strip()
+            samples[key].append(None if name == "[unknown]" else name)
+    return samples
+
+
+def _run(tmp_path: Path, data: Path, *args: str) -> subprocess.CompletedProcess:
+    res = run_parser(["--input", str(data), "--app", str(data.parent),
+                      "--debug", str(tmp_path / "debug"), *args], timeout=120)
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    return res
+
+
+def test_another_kernels_recording_gets_no_kernel_names_and_one_warning(tmp_path: Path) -> None:
+    data = KERNEL_CASE / "perf.data"
+    running, why = running_build_id("/sys/kernel/notes")
+    assert running != RECORDED_ID  # the recording machine's kernel is not ours
+    res = _run(tmp_path, data)
+    frames = _kernel_frames(res.stdout)
+    assert sum(map(len, frames.values())) == 2158  # perf: every one [unknown]
+    assert {name for names in frames.values() for name in names} == {None}
+    [error] = [m for m in P.read_stream(res.stdout).messages if isinstance(m, P.Error)]
+    theirs = running.hex() if running else why
+    assert error.code == 3 and RECORDED_ID.hex() in error.message and theirs in error.message
+    [line] = [x for x in res.stderr.decode().splitlines() if "kernel" in x]
+    assert RECORDED_ID.hex() in line and theirs in line and "--kallsyms" in line
+
+
+@NEEDS_PERF
+def test_the_build_id_cache_copy_names_kernel_frames_as_perf(tmp_path: Path) -> None:
+    data = KERNEL_CASE / "perf.data"
+    copy = _cache_copy(tmp_path / "debug", RECORDED_ID, _corpus_kallsyms())
+    res = _run(tmp_path, data)
+    assert b"kernel" not in res.stderr
+    ours = _kernel_frames(res.stdout)
+    assert ours == _perf_kernel_frames(data, copy)
+    assert sum(map(len, ours.values())) == 2158 and None not in {
+        name for names in ours.values() for name in names}
+
+
+@NEEDS_PERF
+@pytest.mark.parametrize("case", ["perf.data", "perf.dwarf.data"])
+def test_kallsyms_of_another_boot_is_relocated_as_perf_does(tmp_path: Path, case: str) -> None:
+    """The corpus kallsyms as another boot of that kernel would have it: every core symbol
+    58 MiB higher. Both perf and we must name every frame as with the original file."""
+    data = KERNEL_CASE / case
+    shifted = tmp_path / "kallsyms"
+    lines = []
+    for line in _corpus_kallsyms().splitlines(keepends=True):
+        addr, rest = line.split(b" ", 1)
+        value = int(addr, 16)
+        if value and b"\t" not in rest:
+            value += 0x3A00000
+        lines.append(b"%016x %s" % (value, rest))
+    shifted.write_bytes(b"".join(lines))
+    plain = tmp_path / "plain"
+    plain.write_bytes(_corpus_kallsyms())
+    moved = _run(tmp_path, data, "--kallsyms", str(shifted))
+    assert moved.stderr.count(b"kallsyms") == 0
+    ours = _kernel_frames(moved.stdout)
+    assert ours == _kernel_frames(_run(tmp_path, data, "--kallsyms", str(plain)).stdout)
+    assert ours == _perf_kernel_frames(data, str(shifted))
+    assert None not in {name for names in ours.values() for name in names}
+
+
+@NEEDS_PERF
+def test_a_recording_of_the_running_kernel_is_named_from_proc_kallsyms(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    """A fresh `perf record -g` here: its kernel build-id is the running kernel's, so kernel
+    frames are named from /proc/kallsyms (by the worker's table, parsed while the run starts),
+    as perf names them."""
+    data = tmp_path / "fresh.data"
+    subprocess.run(["perf", "record", "-N", "-q", "-g", "-F", "2999", "-o", str(data), "--",
+                    "dd", "if=/dev/zero", "of=/dev/null", "bs=1k", "count=300000"],
+                   check=True, capture_output=True, timeout=120)
+    res = _run(tmp_path, data)
+    assert b"kernel" not in res.stderr
+    ours = _kernel_frames(res.stdout)
+    names = [name for frames in ours.values() for name in frames]
+    assert len(names) > 300 and None not in names
+    assert ours == _perf_kernel_frames(data, "/proc/kallsyms")
+    if cpus.usable() < 2:
+        return
+    monkeypatch.setenv("PERFPARSER_PY_SPLIT", "0")
+    options = make_options(parse_args(["--input", str(data), "--debug", str(tmp_path)]))
+    path = likely_path(options.kallsyms, options.sysroot)
+    worker = KallsymsWorker.start(path)
+    asked = []
+    real_table = KallsymsWorker.table
+    monkeypatch.setattr(KallsymsWorker, "table",
+                        lambda self, p: asked.append(p) or real_table(self, p))
+    try:
+        assert pipeline.run(options, io.BytesIO(), worker) == 0
+    finally:
+        worker.close()
+    assert asked == [path]
