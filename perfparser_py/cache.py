@@ -6,7 +6,10 @@ file (real path, size, inode, mtime, ctime), the build id, and the version of th
 computed them.
 A file holds one `marshal`led dict (plain ints, bytes, str, tuples, lists, dicts only), lz4
 compressed, behind a header with a magic, the format version, a CRC of the compressed body
-and the full key. Anything that does not check out is a miss, never an error.
+and the full key. Anything that does not check out is a miss, never an error: an entry that is not a regular
+file (a link, a FIFO) or is too large, a record whose values are not of the shapes the code
+writes. The directory is created 0700 and refused, with one warning, when another user owns
+it or others may write it.
 
 Writers replace files atomically (write a unique temporary file, then rename), so concurrent
 runs see either the old or the new content. After saving, the oldest files (by mtime, which
@@ -18,10 +21,15 @@ from __future__ import annotations
 
 import marshal
 import os
+import stat
 import struct
 import sys
 import zlib
 from collections.abc import Mapping
+from itertools import chain
+from operator import itemgetter
+
+from .regular import read_regular
 
 try:  # what hashlib.blake2b is; importing hashlib itself loads OpenSSL (~3 ms of a start)
     from _blake2 import blake2b
@@ -33,6 +41,8 @@ _MAGIC = b"PPYCACHE"
 _HEAD = struct.Struct("<8sIII")  # magic, format, crc32 of the body, key length
 DEFAULT_MAX_BYTES = 256 << 20
 _SUFFIX = ".ppc"
+MAX_ENTRY = 64 << 20  # the largest entry read back (docs/robustness.md), and decompressed:
+MAX_DECODED = 512 << 20
 # modules whose code decides what an image record holds
 _CODE = ("elf/image.py", "elf/symtab.py", "elf/dwarf.py", "elf/leb128.py", "demangle.py",
          "cache.py")
@@ -102,6 +112,14 @@ class PersistentCache:
         self.max_bytes = max_bytes
         self._records: dict[bytes, CacheRecord] = {}
         self._version: str | None = None
+        self._trusted: bool | None = None  # _usable(), decided on first use
+
+    def _usable(self) -> bool:
+        """Whether the directory may be read and written: ours, and writable by nobody else
+        (anyone who can write it decides what our symbols say). Missing: created 0700."""
+        if self._trusted is None:
+            self._trusted = _check_directory(self.root)
+        return self._trusted
 
     @staticmethod
     def from_env(enabled: bool = True, env: Mapping[str, str] | None = None
@@ -128,13 +146,16 @@ class PersistentCache:
         if rec is None:
             name = blake2b(key, digest_size=20).hexdigest() + _SUFFIX
             path = os.path.join(self.root, name)
-            rec = self._records[key] = CacheRecord(path, key, _load(path, key))
+            data = _load(path, key) if self._usable() else {}
+            rec = self._records[key] = CacheRecord(path, key, data)
         return rec
 
     def save(self) -> None:
         """Write every changed record, then trim the directory to its bound. Never raises
         for file-system trouble: the cache is an optimisation."""
         wrote = False
+        if not self._usable():
+            return
         for rec in self._records.values():
             if rec.dirty:
                 wrote |= _store(self.root, rec)
@@ -168,14 +189,107 @@ class PersistentCache:
             total -= size
 
 
+def _check_directory(root: str) -> bool:
+    """_usable() of `root`, creating it (mode 0700, whatever the umask) when missing; one
+    warning when it exists but is refused."""
+    try:
+        os.makedirs(root, mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return False  # cannot be created (read-only home...): no cache, quietly as before
+    else:
+        try:
+            os.chmod(root, 0o700)  # makedirs' mode is filtered by the umask
+        except OSError:
+            return False
+    try:
+        st = os.stat(root)
+    except OSError:
+        return False
+    problem = None
+    if not stat.S_ISDIR(st.st_mode):
+        problem = "not a directory"
+    elif st.st_uid != os.geteuid():
+        problem = "owned by another user"
+    elif st.st_mode & 0o022:
+        problem = f"writable by others (mode {stat.S_IMODE(st.st_mode):o}; chmod 700 to use it)"
+    if problem is None:
+        return True
+    print(f"perfparser: warning: the cache directory {root} is {problem}: not used",
+          file=sys.stderr)
+    return False
+
+
+def _rows_of(rows: list, types: tuple[set, ...]) -> bool:
+    """Whether every row is a tuple of len(types) whose i-th item's type is in types[i]
+    (checked column by column in C: a warm run's records have 10^4-10^5 rows)."""
+    if not set(map(type, rows)) <= {tuple} or not set(map(len, rows)) <= {len(types)}:
+        return False
+    return all(set(map(type, map(itemgetter(i), rows))) <= t for i, t in enumerate(types))
+
+
+_NONE = type(None)
+_INT = {int}
+# dwarf._pack_scope: name, entry_pc, decl_file, decl_line, decl_column, call_file, call_line,
+# call_column, die_offset
+_SCOPE = ({str, _NONE}, {int, _NONE}, {bytes, _NONE}, _INT, _INT, {bytes, _NONE}, _INT, _INT,
+          _INT)
+
+
+def _answers(v, check) -> bool:
+    """An int-keyed dict of answers, None or what `check` accepts (a list of the others)."""
+    return type(v) is dict and set(map(type, v)) <= _INT and check(
+        [a for a in v.values() if a is not None])  # (not filter(None): () is falsy too)
+
+
+def _lines(rows: list) -> bool:  # (file, line, column)
+    return _rows_of(rows, ({bytes}, _INT, _INT))
+
+
+def _scopes(rows: list) -> bool:  # (subprogram, inlined scopes)
+    if not _rows_of(rows, ({tuple}, {tuple})):
+        return False
+    scopes = [*map(itemgetter(0), rows), *chain.from_iterable(map(itemgetter(1), rows))]
+    return _rows_of(scopes, _SCOPE)
+
+
+def _lookups(rows: list) -> bool:  # kallsyms (start, name, module)
+    return _rows_of(rows, (_INT, {str}, {str}))
+
+
+def _symbols(v) -> bool:
+    """An elf.symtab SymbolTable: three int lists of one length and the strings."""
+    return (type(v) is tuple and len(v) == 4 and all(type(x) is list for x in v[:3])
+            and len(v[0]) == len(v[1]) == len(v[2]) and type(v[3]) is bytes
+            and all(set(map(type, x)) <= _INT for x in v[:3]))
+
+
+# What each key of a record holds, as the modules that use it write it (elf/image.py,
+# elf/dwarf.py, kernel.py): a record with anything else is a miss, never an error later.
+_SHAPES = {
+    "symbols": _symbols,
+    "dwarf": lambda v: type(v) is bool,
+    "lines": lambda v: _answers(v, _lines),
+    "scopes": lambda v: _answers(v, _scopes),
+    "parsed": lambda v: type(v) is bool,
+    "lookups": lambda v: _answers(v, _lookups),
+}
+
+
+def valid_record(data) -> bool:
+    """Whether `data` (a loaded record) has only the keys and value shapes of _SHAPES."""
+    return type(data) is dict and all(
+        type(k) is str and k in _SHAPES and _SHAPES[k](v) for k, v in data.items())
+
+
 def _load(path: str, key: bytes) -> dict:
     """The dict stored for `key` at `path`; empty if absent, stale or corrupt."""
     import lz4.block
 
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError:
+    # the cache's own files are never links, FIFOs or devices, nor larger than it may grow
+    raw = read_regular(path, MAX_ENTRY, follow=False)
+    if raw is None:
         return {}
     try:
         magic, fmt, crc, klen = _HEAD.unpack_from(raw)
@@ -183,10 +297,13 @@ def _load(path: str, key: bytes) -> dict:
         if (magic != _MAGIC or fmt != FORMAT or raw[_HEAD.size:start] != key
                 or zlib.crc32(raw[start:]) != crc):
             return {}
+        # lz4's block header: the decompressed size, allocated up front
+        if int.from_bytes(raw[start:start + 4], "little") > MAX_DECODED:
+            return {}
         data = marshal.loads(lz4.block.decompress(raw[start:]))
     except (struct.error, ValueError, EOFError, TypeError, MemoryError, lz4.block.LZ4BlockError):
         return {}
-    if not isinstance(data, dict):
+    if not valid_record(data):
         return {}
     try:
         os.utime(path)  # recently used: kept longest by trim()
@@ -206,8 +323,7 @@ def _store(root: str, rec: CacheRecord) -> bool:
     blob = _HEAD.pack(_MAGIC, FORMAT, zlib.crc32(body), len(rec.key)) + rec.key + body
     tmp = os.path.join(root, f".tmp{os.getpid()}.{os.urandom(6).hex()}")
     try:
-        os.makedirs(root, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(blob)

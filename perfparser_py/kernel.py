@@ -12,6 +12,11 @@ from array import array
 from itertools import accumulate, islice
 from operator import itemgetter, le
 
+from .regular import open_regular
+
+# A kallsyms file (a kernel's has 10-20 MB) is read up to this size, decompressed too
+MAX_KALLSYMS = 256 << 20
+
 
 class KallsymsError(Exception):
     """The kallsyms file cannot be used; the message is upstream's text."""
@@ -267,22 +272,38 @@ def _read(path: str) -> tuple[bytes, str | None]:
     when it is a regular file of the size that was read, else None); KallsymsError with
     upstream's message. /proc/kallsyms has no identity: its size reads 0 and a module load
     changes its content."""
+    f = open_regular(path, max_size=MAX_KALLSYMS)
+    if f is None:
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            raise KallsymsError(e.strerror or str(e)) from None
+        if not stat.S_ISREG(st.st_mode):
+            return b"", None  # a FIFO, a device (/dev/null): never read, nothing in it
+        raise KallsymsError(f"larger than {MAX_KALLSYMS >> 20} MB"
+                            if st.st_size > MAX_KALLSYMS else "cannot be opened")
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        with f:
+            data = f.read(MAX_KALLSYMS + 1)
             st = os.fstat(f.fileno())
+        if len(data) > MAX_KALLSYMS:
+            raise KallsymsError(f"larger than {MAX_KALLSYMS >> 20} MB")
         identity = None
-        if stat.S_ISREG(st.st_mode) and st.st_size == len(data):
+        if st.st_size == len(data):
             from .cache import stat_identity
 
             identity = stat_identity(os.path.realpath(path), st)
         if data[:2] == b"\x1f\x8b":
-            import gzip  # only for compressed copies; kept out of the imports before the fork
-
-            data = gzip.decompress(data)
-    except OSError as e:  # gzip.BadGzipFile among them
+            # a gzipped copy: bounded like a plain one (wbits 31: the gzip format)
+            inflater = zlib.decompressobj(31)
+            data = inflater.decompress(data, MAX_KALLSYMS + 1)
+            if len(data) > MAX_KALLSYMS:
+                raise KallsymsError(f"larger than {MAX_KALLSYMS >> 20} MB when decompressed")
+            if not inflater.eof:
+                raise KallsymsError("corrupt gzip data: truncated")
+    except OSError as e:
         raise KallsymsError(e.strerror or str(e)) from None
-    except (EOFError, zlib.error) as e:
+    except zlib.error as e:
         raise KallsymsError(f"corrupt gzip data: {e}") from None
     return data, identity
 

@@ -81,6 +81,9 @@ class EventQueue:
         self._violating = False  # within the current flush
         self._counts = [0, 0, 0]  # per flush: samples, mmaps, task events handed out
         self.tracepoints = False
+        # an exception left a flush half done (what it handed out is still queued): the
+        # queue can only be dropped (pipeline.Run.salvage)
+        self.broken = False
         # per-round counters
         self._round_samples = self._round_mmaps = self._round_tasks = self._round_bytes = 0
         self._round_start_time = 0
@@ -176,6 +179,7 @@ class EventQueue:
     def _flush(self, desired: int) -> None:
         st = self.stats
         st.buffer_flushes += 1
+        self.broken = True  # until the flush completes
         events = self._events
         events.sort()
         limit = self._last_flush_max_time
@@ -213,6 +217,7 @@ class EventQueue:
         rest = [item for item in kept if item[3] != TASK or self._bytes <= desired or
                 self._release(item, limit)]
         events[:] = rest
+        self.broken = False
         st.max_samples_per_flush = max(st.max_samples_per_flush, self._counts[SAMPLE])
         st.max_mmaps_per_flush = max(st.max_mmaps_per_flush, self._counts[MMAP])
         st.max_task_events_per_flush = max(st.max_task_events_per_flush, self._counts[TASK])

@@ -268,7 +268,8 @@ def _child(r, source, wfd: int) -> None:
     except BaseException as exc:  # noqa: BLE001 - the parent reports it as an internal error
         code = 1
         try:
-            items[:] = [(CRASH, f"{type(exc).__name__}: {exc}")]
+            # the items before it are whole events: the parent writes them, then reports
+            items.append((CRASH, f"{type(exc).__name__}: {exc}"))
             send()
             sender.close()
         except BaseException:  # noqa: BLE001, S110 - the parent reports the missing end

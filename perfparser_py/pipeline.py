@@ -447,6 +447,19 @@ class Run:
         self.out.flush()
         return code
 
+    def salvage(self) -> None:
+        """After an internal error (a bug of ours): write everything decoded before it. The
+        queued events go out unless the error broke a flush of the queue; a second error
+        while they do only ends that part (the caller reports the first)."""
+        if not self.stats_mode:
+            if not self.queue.broken:
+                try:
+                    self.queue.finish()
+                except Exception:  # noqa: BLE001 - the same bug again: keep what is out
+                    pass
+            self.writer.flush()
+        self.out.flush()
+
 
 CHAIN_IDS = 1 << 16  # numbered call chains (split runs) kept before starting afresh
 TASK_EVENTS = (ev.ForkEvent, ev.ExitEvent, ev.LostEvent, ev.SwitchEvent)
@@ -514,17 +527,21 @@ def run(options, out, kallsyms_worker=None, keep: list | None = None) -> int:
         keep.append(r)
     code = 0
     try:
-        source = open_source(options.input, options.host, options.port)
-        if parallel.wanted(r, source):
-            code = parallel.run_split(r, source)
-        else:
-            reader_event = r.reader_event
-            for e in PerfReader(source, fused=True).events():
-                reader_event(e)
-    except PerfDataError as err:
-        print(f"perfparser: {err}", file=sys.stderr)
-        code = err.exit_code
-    return r.finish(code)
+        try:
+            source = open_source(options.input, options.host, options.port)
+            if parallel.wanted(r, source):
+                code = parallel.run_split(r, source)
+            else:
+                reader_event = r.reader_event
+                for e in PerfReader(source, fused=True).events():
+                    reader_event(e)
+        except PerfDataError as err:
+            print(f"perfparser: {err}", file=sys.stderr)
+            code = err.exit_code
+        return r.finish(code)
+    except Exception:
+        r.salvage()  # the samples before a bug of ours are not lost; cli.main reports it
+        raise
 
 
 def _features_message(f, arch_name: str):

@@ -103,7 +103,7 @@ def test_records_round_trip_and_key_check(tmp_path: Path) -> None:
     cache = PersistentCache(str(tmp_path))
     rec = cache.record("image", "a")
     assert rec.data == {}
-    rec.data["symbols"] = ([1, 2], [0, 4], [b"x", b""])
+    rec.data["symbols"] = ([1, 2], [0, 4], [0, 2], b"x\0y\0")
     rec.data["scopes"] = {5: None, 6: (("f", 1, b"a.c", 2, 0, None, 0, 0, 9), ())}
     rec.dirty = True
     cache.save()
@@ -133,7 +133,7 @@ def test_size_bound_evicts_least_recently_used(tmp_path: Path) -> None:
     paths = []
     for i in range(6):
         rec = cache.record("image", str(i))
-        rec.data["blob"] = blob
+        rec.data["symbols"] = ([], [], [], blob)
         rec.dirty = True
         cache.save()
         paths.append(Path(rec.path))

@@ -5,9 +5,12 @@ Honours libdebuginfod's environment (CLI.md §6) and shares its cache layout,
 perf or elfutils are reused and ours are reused by them. Off unless DEBUGINFOD_URLS names a
 server. Every transfer is bounded: DEBUGINFOD_TIMEOUT seconds without data (and for the
 first 100 KiB), DEBUGINFOD_MAXTIME in total (default 30 s here, elfutils has none) and
-DEBUGINFOD_MAXSIZE bytes. A failed lookup is not repeated during the run, and a server that
-cannot be reached is not asked again. Standard library only (urllib: http, https, file URLs,
-proxies from the environment, redirects).
+DEBUGINFOD_MAXSIZE bytes (default 512 MB here, elfutils has none; 0: none); all of a run's
+transfers share PERFPARSER_DEBUGINFOD_BUDGET seconds (default 120). A failed lookup is not
+repeated during the run, and a server that cannot be reached or timed out once is not asked
+again ("debuginfod: giving up on SERVER (reason)" on stderr). Redirects are followed within
+the scheme and host of the request, or to another configured server. Standard library only
+(urllib: http, https, file URLs, proxies from the environment).
 """
 
 from __future__ import annotations
@@ -20,14 +23,19 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
+
+from ..regular import read_regular
 
 # (url, bytes so far, total bytes or 0 when unknown)
 ProgressFn = Callable[[str, int, int], None]
 
 DEFAULT_TIMEOUT = 90.0  # elfutils' commencing timeout
 DEFAULT_MAXTIME = 30.0  # ours: a dead or trickling server must not hang hotspot
+DEFAULT_MAXSIZE = 512 << 20  # ours when DEBUGINFOD_MAXSIZE is unset (elfutils has none)
+DEFAULT_RUN_BUDGET = 120.0  # ours: all of a run's transfers (PERFPARSER_DEBUGINFOD_BUDGET)
 DEFAULT_CACHE_MISS_S = 600  # elfutils: how long its negative cache entries count
 COMMENCE_BYTES = 100 * 1024  # what a server must deliver within the timeout
 _CHUNK = 64 * 1024
@@ -65,6 +73,27 @@ class _Failed(Exception):
         self.dead = dead
 
 
+class _SameServer(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the scheme and host of the request, or to one of the
+    servers the user configured (DEBUGINFOD_URLS): a server cannot send us elsewhere."""
+
+    def __init__(self, allowed: set[tuple[str, str]]) -> None:
+        super().__init__()
+        self.allowed = allowed
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
+        target = (new.scheme.lower(), new.netloc.lower())
+        if target != (old.scheme.lower(), old.netloc.lower()) and target not in self.allowed:
+            raise _Failed(f"redirect to another server refused: {newurl}", dead=True)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urllib.parse.urlsplit(url)
+    return (parts.scheme.lower(), parts.netloc.lower())
+
+
 class DebuginfodClient:
     """Looks files up in the debuginfod cache, then asks each server in order."""
 
@@ -75,19 +104,25 @@ class DebuginfodClient:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         maxtime: float = DEFAULT_MAXTIME,
-        maxsize: int = 0,
+        maxsize: int = DEFAULT_MAXSIZE,
+        budget: float = DEFAULT_RUN_BUDGET,
         verbose: bool = False,
         stderr_progress: bool = False,
     ) -> None:
+        """maxsize 0: no size limit; budget: seconds for all of this client's transfers."""
         self.urls = [u.rstrip("/") for u in urls if u]
         self.cache_dir = cache_dir
         self.timeout = timeout
         self.maxtime = maxtime
         self.maxsize = maxsize
+        self.budget = budget
+        self._budget_end = time.monotonic() + budget
         self.verbose = verbose
         self.stderr_progress = stderr_progress
         self._known: dict[tuple[str, str], str | None] = {}  # (hex, kind) -> path or miss
         self._dead: set[str] = set()
+        self._opener = urllib.request.build_opener(
+            _SameServer({_origin(u) for u in self.urls}))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DebuginfodClient | None:
@@ -97,16 +132,17 @@ class DebuginfodClient:
         urls = [u for u in env.get("DEBUGINFOD_URLS", "").split() if not u.startswith("ima:")]
         if not urls:
             return None
-        try:
-            maxsize = max(0, int(env.get("DEBUGINFOD_MAXSIZE", "0")))
+        try:  # elfutils: 0 is no limit; unset is ours, not elfutils' none
+            maxsize = max(0, int(env.get("DEBUGINFOD_MAXSIZE", "")))
         except ValueError:
-            maxsize = 0
+            maxsize = DEFAULT_MAXSIZE
         return cls(
             urls,
             default_cache_dir(env),
             timeout=_seconds(env, "DEBUGINFOD_TIMEOUT", DEFAULT_TIMEOUT),
             maxtime=_seconds(env, "DEBUGINFOD_MAXTIME", DEFAULT_MAXTIME),
             maxsize=maxsize,
+            budget=_seconds(env, "PERFPARSER_DEBUGINFOD_BUDGET", DEFAULT_RUN_BUDGET),
             verbose="DEBUGINFOD_VERBOSE" in env,
             stderr_progress="DEBUGINFOD_PROGRESS" in env,
         )
@@ -146,10 +182,10 @@ class DebuginfodClient:
         if st.st_size > 0:
             return target
         # An empty file records a recent miss (elfutils writes it with mode 000).
+        text = read_regular(os.path.join(self.cache_dir, "cache_miss_s"), 64)
         try:
-            with open(os.path.join(self.cache_dir, "cache_miss_s")) as f:
-                miss_s = int(f.read().strip() or DEFAULT_CACHE_MISS_S)
-        except (OSError, ValueError):
+            miss_s = int(text.strip() or DEFAULT_CACHE_MISS_S) if text else DEFAULT_CACHE_MISS_S
+        except ValueError:
             miss_s = DEFAULT_CACHE_MISS_S
         return False if time.time() - st.st_mtime < miss_s else None
 
@@ -160,14 +196,22 @@ class DebuginfodClient:
         for base in self.urls:
             if base in self._dead:
                 continue
+            if time.monotonic() >= self._budget_end:
+                self._give_up(base, f"the run's {self.budget:g} s for downloads are spent")
+                continue
             url = f"{base}/buildid/{hexid}/{kind}"
             try:
                 return self._fetch(url, target, progress)
             except _Failed as e:
                 self._log(f"{url}: {e}")
                 if e.dead:
-                    self._dead.add(base)
+                    self._give_up(base, str(e))
         return None
+
+    def _give_up(self, base: str, reason: str) -> None:
+        """Ask `base` nothing more this run, and say so once (hotspot shows stderr)."""
+        self._dead.add(base)
+        print(f"debuginfod: giving up on {base} ({reason})", file=sys.stderr)
 
     def _fetch(self, url: str, target: str, progress: ProgressFn | None) -> str:
         """Download `url` into the cache at `target`; raises _Failed.
@@ -179,19 +223,18 @@ class DebuginfodClient:
         cancel = threading.Event()
         worker = threading.Thread(target=self._transfer, args=(url, target, events, cancel),
                                   name="debuginfod", daemon=True)
-        deadline = time.monotonic() + self.maxtime
-        received = 0
+        deadline = min(time.monotonic() + self.maxtime, self._budget_end)
         worker.start()
         try:
             while True:
                 try:
                     what, a, b = events.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
-                    # Only a server that barely delivered anything is not asked again.
-                    raise _Failed("DEBUGINFOD_MAXTIME exceeded",
-                                  dead=received < COMMENCE_BYTES) from None
+                    # a server that took this long once is not asked again this run
+                    raise _Failed("DEBUGINFOD_MAXTIME exceeded" if deadline < self._budget_end
+                                  else f"the run's {self.budget:g} s for downloads are spent",
+                                  dead=True) from None
                 if what == "progress":
-                    received = a
                     self._progress(progress, url, a, b)
                 elif what == "done":
                     return a
@@ -221,7 +264,7 @@ class DebuginfodClient:
         try:
             request = urllib.request.Request(url, headers=headers)
             # Each connect and read waits at most this long for data.
-            response = urllib.request.urlopen(request, timeout=self.timeout)
+            response = self._opener.open(request, timeout=self.timeout)
         except urllib.error.HTTPError as e:
             e.close()
             raise _Failed(f"HTTP {e.code}") from None
@@ -236,7 +279,7 @@ class DebuginfodClient:
             except ValueError:
                 total = 0
             if self.maxsize and total > self.maxsize:
-                raise _Failed(f"{total} bytes exceed DEBUGINFOD_MAXSIZE")
+                raise _Failed(f"{total} bytes exceed DEBUGINFOD_MAXSIZE ({self.maxsize})")
             directory = os.path.dirname(target)
             try:
                 os.makedirs(directory, exist_ok=True)

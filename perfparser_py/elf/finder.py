@@ -13,7 +13,8 @@ import os
 import zlib
 from collections.abc import Callable
 
-from .image import ElfImage, warn_once
+from ..regular import open_regular
+from .image import ElfImage, reset_inflate_budget, warn_once
 from .vdso import VDSO_NAME, own_vdso
 
 TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 # Bounds for walking a user-given search directory (someone may pass their home directory).
 _MAX_WALK_ENTRIES = 500_000
+# Largest .gnu_debuglink candidate whose whole-file CRC is computed (docs/robustness.md).
+MAX_DEBUGLINK_CRC = 4 << 30
 
 
 def normalize_path(path: str) -> str:
@@ -43,11 +46,15 @@ def build_id_matches(recorded: bytes, actual: bytes | None) -> bool:
     return len(recorded) == 20 and n < 20 and recorded[:n] == actual and not any(recorded[n:])
 
 
-def file_crc32(path: str) -> int | None:
-    """CRC-32 of a file as used by .gnu_debuglink; None if unreadable."""
+def file_crc32(path: str, max_size: int = MAX_DEBUGLINK_CRC) -> int | None:
+    """CRC-32 of a file as used by .gnu_debuglink; None if unreadable, not a regular file or
+    larger than `max_size` (a huge sparse file would cost a minute of reading)."""
+    f = open_regular(path, max_size=max_size)
+    if f is None:
+        return None
     crc = 0
     try:
-        with open(path, "rb") as f:
+        with f:
             while chunk := f.read(1 << 20):
                 crc = zlib.crc32(chunk, crc)
     except OSError:
@@ -122,6 +129,7 @@ class ElfFinder:
         self.debug_paths = [d for d in debug_paths if d]
         self.build_ids = build_ids
         self._indexes = {d: _DirIndex(d) for d in ([app] if app else []) + self.extra}
+        reset_inflate_budget()  # one budget of decompressed debug data per run
         self._found: dict[bytes, tuple[str, ElfImage | None]] = {}
         self._vdsos: dict[bytes | None, tuple[str | None, ElfImage | None]] = {}
         self._images: dict[tuple[int, int, int, int], ElfImage | None] = {}

@@ -18,6 +18,7 @@ import threading
 import zlib
 
 from ..demangle import demangle
+from ..regular import open_regular
 from .notes import gnu_build_id
 from .symtab import SymbolTable, enclosing_sized, name_at, sorted_table, table_rows
 
@@ -51,8 +52,43 @@ MACHINES = {
 
 # Page sizes a kernel may have used to round a segment's file offset down for mmap.
 _PAGE_SIZES = (0x1000, 0x4000, 0x10000)
-# Upper bound for a decompressed section, against zip bombs in hostile files.
+# Bounds against decompression bombs in hostile files (docs/robustness.md): one section
+# inflates to at most its header's size and _MAX_SECTION; all of a run's sections together
+# to at most INFLATE_BASE + INFLATE_RATIO times the compressed bytes (DWARF compresses 3-10x).
 _MAX_SECTION = 1 << 30
+INFLATE_BASE = 256 << 20
+INFLATE_RATIO = 64
+
+
+class _InflateBudget:
+    """What the run's decompressed debug data may still grow by (any thread)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.compressed = self.inflated = 0
+
+    def take(self, compressed: int, most: int) -> int:
+        """Reserve up to `most` bytes of output for `compressed` bytes of input; the bytes
+        granted (fewer than `most` when the budget is short: the caller refuses then)."""
+        with self._lock:
+            self.compressed += compressed
+            granted = max(0, min(most, INFLATE_BASE + INFLATE_RATIO * self.compressed
+                                 - self.inflated))
+            self.inflated += granted
+            return granted
+
+    def give_back(self, unused: int) -> None:
+        with self._lock:
+            self.inflated -= unused
+
+
+_budget = _InflateBudget()
+
+
+def reset_inflate_budget() -> None:
+    """A new run starts with the whole budget (ElfFinder, once per run)."""
+    global _budget
+    _budget = _InflateBudget()
 
 _warned: set[str] = set()
 
@@ -97,18 +133,27 @@ def _inflated(addr: int, name: str, body: memoryview, ctype: int, usize: int
     """(addr, the decompressed section or None, warning or None); runs on any thread."""
     if usize > _MAX_SECTION:
         return addr, None, f"section {name} too large when decompressed"
+    if ctype not in (1, 2):
+        return addr, None, f"section {name}: unknown compression type {ctype}"
+    budget = _budget
+    if budget.take(len(body), usize) < usize:
+        return addr, None, (f"section {name} ({usize} bytes decompressed) exceeds the run's "
+                            "decompression budget: ignored")
+    data = b""
     try:
         if ctype == 1:
             data = _zlib_inflate(body, usize)
-        elif ctype == 2:
+        else:
             import zstandard
 
-            data = zstandard.ZstdDecompressor().decompressobj().decompress(bytes(body))
-        else:
-            return addr, None, f"section {name}: unknown compression type {ctype}"
+            # never more than the header's size, however much the stream holds
+            with zstandard.ZstdDecompressor().stream_reader(body, read_across_frames=True) as r:
+                data = r.read(usize)
     except Exception as e:  # noqa: BLE001 - zlib.error, MemoryError, zstandard.ZstdError...
         return addr, None, f"section {name}: cannot decompress ({e})"
-    return addr, data[:usize], None
+    finally:
+        budget.give_back(usize - len(data))
+    return addr, data, None
 
 
 class _Inflation:
@@ -217,10 +262,12 @@ class ElfImage:
     @staticmethod
     def open(path: str) -> ElfImage | None:
         """Map and parse `path`; None if missing, unreadable, not ELF, or malformed."""
+        f = open_regular(path)
+        if f is None:  # missing, or a FIFO, device, our own stdout...: never read
+            return None
         try:
-            # non-blocking: a FIFO at a recorded path must not hang the run
-            with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
-                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode) or f.read(4) != b"\x7fELF":
+            with f:
+                if f.read(4) != b"\x7fELF":
                     return None
                 size = os.fstat(f.fileno()).st_size
                 data = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
@@ -594,11 +641,22 @@ class ElfImage:
             return None
         import lzma  # only MiniDebugInfo needs it
 
+        raw = bytes(self._raw_section(sec))
+        budget = _budget
+        # an xz-compressed small ELF (a few times its size): never more than the ratio allows
+        most = budget.take(len(raw), min(_MAX_SECTION, max(1 << 20, INFLATE_RATIO * len(raw))))
+        data = b""
         try:
             dec = lzma.LZMADecompressor()
-            data = dec.decompress(bytes(self._raw_section(sec)), _MAX_SECTION)
+            data = dec.decompress(raw, most)
         except lzma.LZMAError as e:
             warn_once(self.path, f".gnu_debugdata: cannot decompress ({e})")
+            return None
+        finally:
+            budget.give_back(most - len(data))
+        if not dec.eof and len(data) >= most:
+            warn_once(self.path, ".gnu_debugdata exceeds the run's decompression budget: "
+                                 "ignored")
             return None
         return ElfImage.from_bytes(self.path + "[.gnu_debugdata]", data)
 

@@ -52,6 +52,11 @@ def _warn_unfinished(pos: int | None, end: int) -> None:
           "Ctrl-C or let it finish, and read the file once it has exited.", file=sys.stderr)
 
 
+def _reason(exc: Exception) -> str:
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _header_error(message: str) -> PerfDataError:
     return PerfDataError(message, HEADER_ERROR)
 
@@ -73,7 +78,9 @@ class PerfReader:
         self._trailer = None
         self._attrs_by_id: dict[int, PerfEventAttr] = {}
         self._zstd: ZstdStream | None = None
+        self._mmap_len: int | None = None
         self._leftover = b""
+        self.skipped = 0  # records skipped for a malformed content (_skip)
         # pipe mode: [attr, name, ids] of the HEADER_ATTRs read, held back until the records
         # after them (EVENT_UPDATE names, tracing data) are; None once released (file mode)
         self._held: list[list] | None = None
@@ -190,6 +197,8 @@ class PerfReader:
         bits = [] if unfinished else h.feature_bits(list(hdr.features), self.big_endian)
         features = parse_features(buf, bits, data_offset + data_size, self.big_endian)
         check_feature(features.compressed)
+        if features.compressed is not None:
+            self._mmap_len = features.compressed[4]  # perf's bound for one record's output
         if features.tracing_data is not None:
             yield ev.TracingDataEvent(features.tracing_data)
         for attr_bytes, name, ids in features.event_desc:
@@ -299,6 +308,8 @@ class PerfReader:
 
     def _finish(self, records: Iterator[object]) -> Iterator[object]:
         yield from records
+        if self.skipped > 1:
+            print(f"perfparser: {self.skipped} malformed records skipped", file=sys.stderr)
         if self._leftover:
             print(f"compressed data ends inside a record ({len(self._leftover)} bytes dropped)",
                   file=sys.stderr)
@@ -330,67 +341,80 @@ class PerfReader:
             next_progress = p_off + step
             f_size = _f32(p_size)
         next_at = next_progress if release is None else min(next_progress, pos + _RELEASE_EVERY)
-        rtype = -1
-        try:
-            while pos < end:
-                if pos + 8 > end:
-                    if partial:
-                        break
-                    raise _data_error(f"Truncated record header at offset {pos}")
-                rtype, misc, size = unpack(buf, pos)
-                if size < 8:
-                    raise _data_error(f"Invalid record of type {rtype} at offset {pos}: "
-                                      f"size {size} < 8")
-                rend = pos + size
-                if rend > end:
-                    if partial:
-                        break
-                    raise _data_error(f"Record of type {rtype} at offset {pos} (size {size}) "
-                                      f"runs past the end of the data at {end}")
-                body = pos + 8
-                if rtype == 9:
-                    attr = self._sample_attr(buf, body, rend)
-                    decode = None if fused is None else fused.get(id(attr), False)
-                    if decode is False:
-                        decode = fused[id(attr)] = dec.fused(attr)
-                    if decode is not None:
-                        yield decode(buf, body, rend, misc, size)
+        rtype = rend = -1
+        while True:  # once, and again after each skipped record
+            try:
+                while pos < end:
+                    if pos + 8 > end:
+                        if partial:
+                            break
+                        raise _data_error(f"Truncated record header at offset {pos}")
+                    rtype, misc, size = unpack(buf, pos)
+                    if size < 8:
+                        raise _data_error(f"Invalid record of type {rtype} at offset {pos}: "
+                                          f"size {size} < 8")
+                    rend = pos + size
+                    if rend > end:
+                        if partial:
+                            break
+                        raise _data_error(f"Record of type {rtype} at offset {pos} (size {size}) "
+                                          f"runs past the end of the data at {end}")
+                    body = pos + 8
+                    if rtype == 9:
+                        attr = self._sample_attr(buf, body, rend)
+                        decode = None if fused is None else fused.get(id(attr), False)
+                        if decode is False:
+                            decode = fused[id(attr)] = dec.fused(attr)
+                        if decode is not None:
+                            yield decode(buf, body, rend, misc, size)
+                        else:
+                            yield sample(buf, body, rend, misc, size, attr)
+                    elif rtype == 10:
+                        yield mmap2(buf, body, rend, misc, size, self._trailer)
+                    elif rtype == 3:
+                        yield comm(buf, body, rend, misc, size, self._trailer)
+                    elif rtype == 7:
+                        yield fork(buf, body, rend, misc, size, self._trailer)
+                    elif rtype == 4:
+                        yield exit_(buf, body, rend, misc, size, self._trailer)
+                    elif rtype == 1:
+                        yield mmap(buf, body, rend, misc, size, self._trailer)
+                    elif rtype == r.FINISHED_ROUND:
+                        yield _FINISHED_ROUND
+                    elif rtype == r.HEADER_TRACING_DATA and size >= _TRACING_DATA_SIZE:
+                        (n,) = dec.u32(buf, body)
+                        if rend + n > end:
+                            raise _data_error(f"Tracing data at offset {rend} runs past the end")
+                        yield ev.TracingDataEvent(bytes(buf[rend:rend + n]))
+                        rend += n
                     else:
-                        yield sample(buf, body, rend, misc, size, attr)
-                elif rtype == 10:
-                    yield mmap2(buf, body, rend, misc, size, self._trailer)
-                elif rtype == 3:
-                    yield comm(buf, body, rend, misc, size, self._trailer)
-                elif rtype == 7:
-                    yield fork(buf, body, rend, misc, size, self._trailer)
-                elif rtype == 4:
-                    yield exit_(buf, body, rend, misc, size, self._trailer)
-                elif rtype == 1:
-                    yield mmap(buf, body, rend, misc, size, self._trailer)
-                elif rtype == r.FINISHED_ROUND:
-                    yield _FINISHED_ROUND
-                elif rtype == r.HEADER_TRACING_DATA and size >= _TRACING_DATA_SIZE:
-                    (n,) = dec.u32(buf, body)
-                    if rend + n > end:
-                        raise _data_error(f"Tracing data at offset {rend} runs past the end")
-                    yield ev.TracingDataEvent(bytes(buf[rend:rend + n]))
-                    rend += n
-                else:
-                    yield from self._cold(buf, body, rend, rtype, misc, size)
+                        yield from self._cold(buf, body, rend, rtype, misc, size)
+                    pos = rend
+                    if pos >= next_at:
+                        if pos >= next_progress:
+                            yield ev.ProgressEvent(_f32(_f32(pos - p_off) / f_size))
+                            next_progress += step
+                        next_at = next_progress
+                        if release is not None:
+                            release(pos - _KEEP_MAPPED)
+                            next_at = min(next_at, pos + _RELEASE_EVERY)
+                break
+            except _MALFORMED as exc:
+                if rend <= pos:  # the record's framing itself is in doubt
+                    raise _data_error(f"Malformed record of type {rtype} at offset {pos}: "
+                                      f"{_reason(exc)}") from None
+                # Its size is sound but its content is not (a call chain or array running
+                # past the record): perf skips such a record and counts it; so do we
+                self._skip(rtype, pos, exc)
                 pos = rend
-                if pos >= next_at:
-                    if pos >= next_progress:
-                        yield ev.ProgressEvent(_f32(_f32(pos - p_off) / f_size))
-                        next_progress += step
-                    next_at = next_progress
-                    if release is not None:
-                        release(pos - _KEEP_MAPPED)
-                        next_at = min(next_at, pos + _RELEASE_EVERY)
-        except _MALFORMED as exc:
-            raise _data_error(f"Malformed record of type {rtype} at offset {pos}: "
-                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-                              ) from None
         return pos
+
+    def _skip(self, rtype: int, pos: int, exc: Exception) -> None:
+        """Count a record whose content is malformed; the first one is reported."""
+        self.skipped += 1
+        if self.skipped == 1:
+            print(f"perfparser: skipping malformed record of type {rtype} at offset {pos} "
+                  f"({_reason(exc)}); such records are counted", file=sys.stderr)
 
     def _cold(self, buf, pos: int, end: int, rtype: int, misc: int, size: int):
         if rtype in _CONSTRUCT_DECODED:
@@ -452,10 +476,9 @@ class PerfReader:
 
     def _decompress(self, payload) -> Iterator[object]:
         if self._zstd is None:
-            self._zstd = ZstdStream()
-        data = self._zstd.feed(payload)
-        if self._leftover:
-            data = self._leftover + data
-        view = memoryview(data)
-        pos = yield from self._records(view, 0, len(view), partial=True)
-        self._leftover = bytes(view[pos:])
+            self._zstd = ZstdStream(self._mmap_len)
+        for chunk in self._zstd.feed(payload):
+            data = self._leftover + chunk if self._leftover else chunk
+            view = memoryview(data)
+            pos = yield from self._records(view, 0, len(view), partial=True)
+            self._leftover = bytes(view[pos:])

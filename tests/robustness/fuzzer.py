@@ -25,6 +25,7 @@ import random
 import resource
 import shutil
 import signal
+import stat
 import struct
 import sys
 import time
@@ -40,6 +41,7 @@ TIME_LIMIT = 10.0  # seconds per execution (inputs < 1 MB)
 MEMORY_LIMIT = 512 << 20  # bytes of address space on top of the worker's baseline
 HARD_TIMEOUT = 40.0  # the parent kills a worker that does not answer (hang in C code)
 RESTART_EVERY = 150  # fresh worker process after this many executions
+CACHE_SHARE = 0.15  # executions that damage a persistent cache filled by a clean run first
 
 U64 = struct.Struct("<Q")
 U32 = struct.Struct("<I")
@@ -432,12 +434,116 @@ def mutate_text(rng: random.Random, text: bytes) -> tuple[bytes, str]:
 # ------------------------------------------------------------------------------ cases
 
 
+def _fill_cache(argv: list[str], seed_data: bytes, workdir: Path, cache: Path) -> None:
+    """Populate the persistent cache at `cache` with a clean run of the seed (same --app and
+    files), so that a case can damage real entries."""
+    from perfparser_py import cli
+
+    clean = workdir / "clean.data"
+    clean.write_bytes(seed_data)
+    argv = [*argv, "--input", str(clean), "--output", os.devnull]
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            cli.main(argv)
+    finally:
+        if saved is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = saved
+        clean.unlink()
+
+
+_CACHE_HEAD = struct.Struct("<8sIII")  # perfparser_py/cache.py's entry header
+
+
+def _resigned(raw: bytes, change) -> bytes:
+    """A cache entry whose record is change(record), with a correct CRC: what passes every
+    check but the record's shape."""
+    import marshal
+    import zlib
+
+    import lz4.block
+
+    magic, fmt, _crc, klen = _CACHE_HEAD.unpack_from(raw)
+    start = _CACHE_HEAD.size + klen
+    body = lz4.block.compress(marshal.dumps(change(marshal.loads(lz4.block.decompress(
+        raw[start:])))))
+    return _CACHE_HEAD.pack(magic, fmt, zlib.crc32(body), klen) + raw[_CACHE_HEAD.size:start] + body
+
+
+def _ill_typed(rng: random.Random, record: dict) -> dict:
+    """`record` with one value, or the values of one of its tables, of another type."""
+    if not record:
+        return {"x": 1}
+    key = rng.choice(sorted(record))
+    wrong = rng.choice(("str", 1, -1, None, (), (1, 2), [b"x"], {1: "y"}, b"\0", 2.5, True))
+    value = record[key]
+    if isinstance(value, dict) and value and rng.random() < 0.7:
+        table = dict(value)
+        table[rng.choice(sorted(table))] = wrong
+        record[key] = table
+    elif isinstance(value, tuple) and value and rng.random() < 0.7:
+        items = list(value)
+        items[rng.randrange(len(items))] = wrong
+        record[key] = tuple(items)
+    else:
+        record[key] = wrong
+    return record
+
+
+def mutate_cache(rng: random.Random, cache: Path) -> str:
+    """Damage the persistent cache directory under `cache` (XDG_CACHE_HOME)."""
+    root = cache / "perfparser-py"
+    # regular entries only, and not one an earlier mutation made huge
+    entries = sorted(p for p in root.glob("*.ppc") if p.is_file() and not p.is_symlink()
+                     and p.stat().st_size < 64 << 20) if root.is_dir() else []
+    what = rng.random()
+    if what < 0.1 and root.is_dir():
+        os.chmod(root, rng.choice((0o777, 0o770, 0o757, 0o700)))
+        return f"cache directory mode {stat.S_IMODE(os.stat(root).st_mode):o}"
+    if not entries:
+        return "cache (no entries)"
+    path = rng.choice(entries)
+    raw = path.read_bytes()
+    if what < 0.45:
+        try:
+            path.write_bytes(_resigned(raw, lambda r: _ill_typed(rng, r)))
+        except Exception:  # noqa: BLE001 - an earlier mutation already broke the entry
+            return f"cache {path.name[:8]} (no record left to retype)"
+        return f"cache {path.name[:8]} ill-typed (well signed)"
+    if what < 0.55:
+        path.unlink()
+        os.mkfifo(path)
+        return f"cache {path.name[:8]} FIFO"
+    if what < 0.65:
+        path.unlink()
+        os.symlink(rng.choice(("/dev/zero", "/dev/stdin", "/proc/self/fd/1", str(entries[0]))),
+                   path)
+        return f"cache {path.name[:8]} symlink"
+    if what < 0.7:
+        with open(path, "r+b") as f:
+            f.truncate(rng.choice((100 << 20, 1 << 30)))  # sparse: past the size cap
+        return f"cache {path.name[:8]} huge"
+    if what < 0.8:
+        cut = rng.randrange(len(raw))
+        path.write_bytes(raw[:cut])
+        return f"cache {path.name[:8]} cut at {cut}"
+    data = bytearray(raw)
+    for _ in range(rng.randint(1, 8)):
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    path.write_bytes(data)
+    return f"cache {path.name[:8]} bytes"
+
+
 @dataclass
 class Case:
     argv: list[str]
     stdin: str | None
     mutations: list[str]
     workdir: Path
+    cache: Path | None = None  # XDG_CACHE_HOME of this case when it damages the cache
 
 
 def make_case(seeds: list[Seed], seed: int, index: int, workdir: Path) -> Case:
@@ -456,7 +562,7 @@ def make_case(seeds: list[Seed], seed: int, index: int, workdir: Path) -> Case:
             if len(buf) != len(s.data):
                 break  # truncated: the seed's layout no longer describes the buffer
     (workdir / "perf.data").write_bytes(buf)
-    argv = ["--output", str(workdir / "out.qperf"), "--sysroot", str(CORPUS / "sysroot") + "/",
+    argv = ["--sysroot", str(CORPUS / "sysroot") + "/",
             "--debug", str(CORPUS / "sysroot" / "usr" / "lib" / "debug"), "--max-frames", "1024"]
     if s.app is not None:
         app = s.app
@@ -485,12 +591,20 @@ def make_case(seeds: list[Seed], seed: int, index: int, workdir: Path) -> Case:
         (workdir / "maps").mkdir()
         (workdir / "maps" / name).write_bytes(text)
         argv += ["--perf-map-path", str(workdir / "maps")]
+    cache = None
+    crng = random.Random(f"{seed}:{index}:cache")  # its own: earlier indices replay unchanged
+    if s.app is not None and crng.random() < CACHE_SHARE:
+        cache = workdir / "cache"
+        _fill_cache(argv, s.data, workdir, cache)
+        for _ in range(crng.randint(1, 3)):
+            mutations.append(mutate_cache(crng, cache))
+    argv += ["--output", str(workdir / "out.qperf")]
     stdin = None
     if rng.random() < 0.25:
         stdin = str(workdir / "perf.data")
     else:
         argv += ["--input", str(workdir / "perf.data")]
-    return Case(argv, stdin, mutations, workdir)
+    return Case(argv, stdin, mutations, workdir, cache)
 
 
 # ------------------------------------------------------------------------------ invariants
@@ -546,6 +660,9 @@ def run_case(case: Case, time_limit: float = TIME_LIMIT) -> tuple[str | None, fl
         fd = os.open(case.stdin, os.O_RDONLY)
         os.dup2(fd, 0)
         os.close(fd)
+    saved_cache = os.environ.get("XDG_CACHE_HOME")
+    if case.cache is not None:
+        os.environ["XDG_CACHE_HOME"] = str(case.cache)
     start = time.monotonic()
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, time_limit)
@@ -564,6 +681,10 @@ def run_case(case: Case, time_limit: float = TIME_LIMIT) -> tuple[str | None, fl
         if saved_stdin is not None:
             os.dup2(saved_stdin, 0)
             os.close(saved_stdin)
+        if saved_cache is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = saved_cache
     elapsed = time.monotonic() - start
     out_path = case.workdir / "out.qperf"
     output = out_path.read_bytes() if out_path.exists() else b""
@@ -609,7 +730,8 @@ def save_failure(seeds: list[Seed], seed: int, index: int, what: str, out_dir: P
     (target / "out.qperf").unlink(missing_ok=True)
     (target / "README").write_text(
         f"seed {seed} index {index}: {what}\nmutations: {case.mutations}\n"
-        f"argv: {case.argv}\nstdin: {case.stdin}\n")
+        f"argv: {case.argv}\nstdin: {case.stdin}\n"
+        + (f"XDG_CACHE_HOME: {case.cache}\n" if case.cache else ""))
     return target
 
 

@@ -1,0 +1,142 @@
+"""Issue 24 rule 2: decompression bombs. A compressed debug section inflates to at most the
+size its header claims, all of a run's sections share one budget (zlib too), and compressed
+perf records inflate in bounded chunks, never past perf's own per-record bound. Each input is
+built here, is small, and must finish quickly in bounded memory."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import zstandard
+from elftools.elf.elffile import ELFFile
+
+from tests.robustness.hostile import (
+    FEAT_CMDLINE,
+    PROG,
+    file_mode,
+    recording,
+    run,
+    strings,
+)
+from tests.synth import PipeWriter
+
+TIMEOUT = 10
+SHF_COMPRESSED = 0x800
+ELFCOMPRESS_ZLIB, ELFCOMPRESS_ZSTD = 1, 2
+FEAT_COMPRESSED = 27
+REC_COMPRESSED = 81
+MiB = 1 << 20
+
+
+def _with_sections(elf: bytes, payloads: dict[str, bytes]) -> bytes:
+    """`elf` with the contents of the named sections replaced by `payloads` (appended at the
+    end of the file, the section headers pointed at them, SHF_COMPRESSED set)."""
+    import io
+
+    out = bytearray(elf)
+    f = ELFFile(io.BytesIO(elf))
+    shoff, shentsize = f["e_shoff"], f["e_shentsize"]
+    for i, sec in enumerate(f.iter_sections()):
+        if sec.name in payloads:
+            at = shoff + i * shentsize
+            flags, = struct.unpack_from("<Q", out, at + 8)
+            struct.pack_into("<Q", out, at + 8, flags | SHF_COMPRESSED)
+            struct.pack_into("<QQ", out, at + 24, len(out), len(payloads[sec.name]))
+            out += payloads[sec.name]
+    return bytes(out)
+
+
+def _chdr(ctype: int, size: int) -> bytes:
+    return struct.pack("<IIQQ", ctype, 0, size, 1)
+
+
+def _zeros(compressor, total: int) -> bytes:
+    block = bytes(4 * MiB)
+    return b"".join(compressor.compress(block) for _ in range(total // len(block)))
+
+
+def _app_with(tmp_path, payloads: dict[str, bytes]):
+    d = tmp_path / "app"
+    d.mkdir()
+    (d / "hotloop").write_bytes(_with_sections(PROG.read_bytes(), payloads))
+    w, n = recording([], samples_per_map=20, prog=str(d / "hotloop").encode())
+    (tmp_path / "pipe.data").write_bytes(w.data())
+    return d, n
+
+
+def _options(app) -> list[str]:
+    return ["--app", str(app), "--kallsyms", "/dev/null", "--no-cache", "--protocol", "current",
+            "--input", str(app.parent / "pipe.data")]
+
+
+def test_zstd_section_inflates_only_to_its_header_size(tmp_path):
+    cctx = zstandard.ZstdCompressor(level=3)
+    bomb = cctx.compress(bytes(1 << 30))  # 1 GiB of zeros in ~32 KB
+    app, n = _app_with(tmp_path, {".debug_info": _chdr(ELFCOMPRESS_ZSTD, 64 << 10) + bomb,
+                                  ".debug_line": _chdr(ELFCOMPRESS_ZSTD, 64 << 10) + bomb})
+    res = run(_options(app), TIMEOUT)
+    assert res.code == 0 and res.samples == n
+    assert res.max_rss < 400 * MiB, res.max_rss
+
+
+def test_zlib_sections_share_one_budget(tmp_path):
+    # four honest 256 MiB zlib sections in ~1 MB: more than the budget allows in all
+    c = zlib.compressobj(9)
+    body = _zeros(c, 256 * MiB) + c.flush()
+    payload = _chdr(ELFCOMPRESS_ZLIB, 256 * MiB) + body
+    names = (".debug_info", ".debug_abbrev", ".debug_line", ".debug_str")
+    app, n = _app_with(tmp_path, dict.fromkeys(names, payload))
+    res = run(_options(app), TIMEOUT)
+    assert res.code == 0 and res.samples == n
+    assert "exceeds the run's decompression budget" in res.stderr
+    assert res.max_rss < 700 * MiB, res.max_rss
+
+
+def _compressed_record(payload: bytes) -> bytes:
+    return struct.pack("<IHH", REC_COMPRESSED, 0, 8 + len(payload)) + payload
+
+
+def _unknown_records(count: int) -> bytes:
+    """`count` records of an unknown type, 64 KiB each: the reader frames and passes them."""
+    one = struct.pack("<IHH", 200, 0, 65528) + bytes(65520)
+    return one * count
+
+
+def test_compressed_record_bomb_stops_at_the_record_bound(tmp_path):
+    w, n = recording([], samples_per_map=30, prog=str(PROG).encode())
+    c = zstandard.ZstdCompressor(level=3).compressobj()
+    stream = b"".join(c.compress(_unknown_records(64)) for _ in range(64)) + c.flush()
+    data = w.data() + b"".join(_compressed_record(stream[i:i + 60000])
+                               for i in range(0, len(stream), 60000))
+    (tmp_path / "pipe.data").write_bytes(data)
+    res = run(["--app", str(PROG.parent), "--kallsyms", "/dev/null", "--no-cache",
+               "--input", str(tmp_path / "pipe.data")], TIMEOUT)
+    assert res.code == 5 and res.samples == n
+    assert "decompression bomb" in res.stderr
+    assert res.max_rss < 400 * MiB, res.max_rss
+
+
+def test_compressed_records_share_one_run_budget(tmp_path):
+    # each record within perf's mmap_len bound, but far more in all than any recording has
+    w, n = recording([], samples_per_map=30, prog=str(PROG).encode(), writer=PipeWriter())
+    cctx = zstandard.ZstdCompressor(level=3)
+    frame = cctx.compress(_unknown_records(8))  # 512 KiB in a few dozen bytes
+    records = _compressed_record(frame) * 1000
+    pipe = w.data() + records
+    data = file_mode(pipe, {FEAT_CMDLINE: strings([b"perf", b"record", b"-z"]),
+                            FEAT_COMPRESSED: struct.pack("<5I", 0, 1, 1, 10, 528384)})
+    (tmp_path / "perf.data").write_bytes(data)
+    res = run(["--app", str(PROG.parent), "--kallsyms", "/dev/null", "--no-cache",
+               "--input", str(tmp_path / "perf.data")], TIMEOUT)
+    assert res.code == 5 and res.samples == n
+    assert "1024 times, a decompression bomb" in res.stderr
+
+
+def test_a_real_compressed_recording_is_within_the_bounds():
+    from tests.robustness.fuzzer import CORPUS
+
+    rec = CORPUS / "recorded" / "compressed"
+    res = run(["--app", str(rec), "--kallsyms", "/dev/null", "--no-cache",
+               "--input", str(rec / "perf.data")], TIMEOUT)
+    assert res.code == 0 and res.samples > 0

@@ -1,0 +1,85 @@
+"""Issue 24 rule 7: no input makes the parser do unbounded work. Feature counts are bounded
+by their section, a .gnu_debuglink candidate gets no whole-file CRC past a size cap, and a
+perf-PID.map is streamed with a line length cap. Each input is built here; each run is timed."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import time
+
+from perfparser_py.jitmap import MAX_LINE, PerfMap
+from perfparser_py.perfdata.features import feature_structs
+from tests.robustness.hostile import (
+    FEAT_CMDLINE,
+    PID,
+    PROG,
+    file_mode,
+    recording,
+    run,
+    strings,
+)
+
+TIMEOUT = 10
+FEAT_HOSTNAME = 3
+MiB = 1 << 20
+
+
+def test_cmdline_count_bounded_by_its_section(tmp_path):
+    w, n = recording([], samples_per_map=10, prog=str(PROG).encode())
+    cmdline = strings([], count=2**32 - 1) + bytes(4 * MiB)  # 2^32-1 empty strings claimed
+    hostname = struct.pack("<I", 8) + b"box\0\0\0\0\0"
+    data = file_mode(w.data(), {FEAT_CMDLINE: cmdline, FEAT_HOSTNAME: hostname})
+    (tmp_path / "perf.data").write_bytes(data)
+    res = run(["--input", str(tmp_path / "perf.data"), "--app", str(PROG.parent),
+               "--kallsyms", "/dev/null", "--no-cache"], TIMEOUT)
+    assert res.code == 0 and res.samples == n
+    assert "feature 11 not properly read" in res.stderr
+    assert res.seconds < 5
+
+
+def test_string_lists_decode_fast_and_build_back():
+    s = feature_structs(False)[FEAT_CMDLINE]
+    values = [b"", b"perf", b"record", b"x" * 100] * 60000  # ~8 MB
+    data = s.build(values)
+    start = time.monotonic()
+    assert list(s.parse(data)) == values
+    assert time.monotonic() - start < 3
+
+
+def test_huge_sparse_debuglink_candidate_gets_no_crc(tmp_path):
+    d = tmp_path / "linked"
+    d.mkdir()
+    subprocess.run(["objcopy", "--only-keep-debug", str(PROG), str(d / "prog.debug")],
+                   check=True)
+    subprocess.run(["objcopy", "--strip-all", "--remove-section=.note.gnu.build-id",
+                    f"--add-gnu-debuglink={d / 'prog.debug'}", str(PROG), str(d / "prog")],
+                   check=True)
+    os.truncate(d / "prog.debug", 10 << 30)  # a valid ELF header, then 10 GiB of holes
+    w, n = recording([], prog=str(d / "prog").encode())
+    (tmp_path / "pipe.data").write_bytes(w.data())
+    res = run(["--input", str(tmp_path / "pipe.data"), "--app", str(d), "--debug", str(d),
+               "--kallsyms", "/dev/null", "--no-cache"], TIMEOUT)
+    assert res.code == 0 and res.samples == n
+
+
+def test_perf_map_streamed_with_a_line_cap(tmp_path):
+    maps = tmp_path / "maps"
+    maps.mkdir()
+    path = maps / f"perf-{PID}.map"
+    with open(path, "wb") as f:
+        f.write(b"1000 10 first\n")
+        f.write(b"2000 10 " + b"y" * (MAX_LINE + 5) + b"\n")  # too long: skipped
+        f.write(b"3000 10 after\n")
+        f.truncate(3 << 30)  # then 3 GiB of holes: no newline in them
+    m = PerfMap(str(path))
+    assert m.lookup(0x1005) == (0x1000, "first")
+    assert m.lookup(0x2005) is None
+    assert m.lookup(0x3005) == (0x3000, "after")
+    w, n = recording([b"//anon"])
+    (tmp_path / "pipe.data").write_bytes(w.data())
+    res = run(["--input", str(tmp_path / "pipe.data"), "--perf-map-path", str(maps),
+               "--kallsyms", "/dev/null", "--no-cache"], TIMEOUT)
+    assert res.code == 0 and res.samples == n
+    assert res.max_rss < 300 * MiB, res.max_rss
