@@ -11,7 +11,6 @@ from __future__ import annotations
 import bisect
 import mmap
 import os
-import stat
 import struct
 import sys
 import threading
