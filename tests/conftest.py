@@ -30,10 +30,25 @@ def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
     if SHARED.is_dir() or collection_path.suffix != ".py" or \
             not collection_path.name.startswith("test_"):
         return None
-    if _READS_SHARED.search(collection_path.read_text(errors="replace")):
+    if _reads_shared(collection_path, set()):
         _left_out.append(str(collection_path.relative_to(REPO)))
         return True
     return None
+
+
+_TEST_IMPORT = re.compile(r"^\s*(?:from|import)\s+(tests(?:\.\w+)+)", re.M)
+
+
+def _reads_shared(path: Path, seen: set[Path]) -> bool:
+    """Whether the module, or a test helper module it imports, reads ../shared."""
+    if path in seen or not path.is_file():
+        return False
+    seen.add(path)
+    text = path.read_text(errors="replace")
+    if _READS_SHARED.search(text):
+        return True
+    return any(_reads_shared(REPO.joinpath(*name.split(".")).with_suffix(".py"), seen)
+               for name in _TEST_IMPORT.findall(text))
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
