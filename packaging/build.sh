@@ -2,19 +2,18 @@
 # Builds the self-contained perfparser executable with PyInstaller.
 #   packaging/build.sh            -> build/dist/perfparser/{perfparser,hotspot-perfparser,_internal/}
 #   PERFPARSER_ONEFILE=1 ...      -> build/dist/perfparser (one file; slower start, see README.md)
-# The interpreter frozen into it is, by default, the PGO-built CPython of build-python.sh
-# (built once into build/python, a few minutes): Debian's shared libpython would run the parser
-# 15-20 % slower. PYTHON selects another interpreter instead (pyinstaller is installed into it
-# when missing), e.g. PYTHON=.venv/bin/python for a quick build.
+# The interpreter frozen into it is the project's .venv's (tools/run-tests and
+# tools/quickstart make it from the distribution's python3: tools/venv-python), with the
+# compiled core built in place; the distribution's libpython carries its security fixes.
+# PYTHON selects another interpreter (pyinstaller is installed into it when missing).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 out=$root/build
-if [ -n "${PYTHON:-}" ]; then
-    py=$PYTHON
-elif ! py=$(sh "$here/build-python.sh"); then
-    py=$root/.venv/bin/python
-    echo "build.sh: no optimized interpreter (see above); freezing $py's, which runs 15-20 % slower" >&2
+py=${PYTHON:-$root/.venv/bin/python}
+if [ ! -x "$py" ]; then
+    echo "build.sh: no $py (tools/run-tests or tools/quickstart makes it; or set PYTHON)" >&2
+    exit 1
 fi
 
 "$py" -c "import PyInstaller" 2>/dev/null || "$py" -m pip install -q "pyinstaller>=6"

@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -61,18 +62,17 @@ def _run_python(python, code):
                           check=True).stdout.split()
 
 
-def test_bundles_the_optimized_interpreter(perfparser_exe):
-    """build.sh freezes packaging/build-python.sh's PGO+LTO CPython: a distribution's shared
-    libpython runs the parser 15-20 % slower (docs/performance.md)."""
-    build = _built_here(perfparser_exe)
-    flags = _run_python(build / "python" / "bin" / "python3",
-                        "import sysconfig as s; print(s.get_config_var('PY_CFLAGS_NODIST'),"
-                        " s.get_config_var('PY_LDFLAGS_NODIST'))")
-    assert "-fprofile-use" in flags
-    assert "-flto=auto" in flags
+def test_bundles_the_distributions_interpreter_and_the_compiled_core(perfparser_exe):
+    """build.sh freezes the .venv's interpreter, the distribution's (tools/venv-python), whose
+    libpython carries the distribution's security fixes, with the compiled core."""
+    _built_here(perfparser_exe)
+    libdir = _run_python(REPO / ".venv" / "bin" / "python",
+                         "import sysconfig as s; print(s.get_config_var('LIBDIR'))")[0]
     bundled = next((perfparser_exe.parent / "_internal").glob("libpython3*.so*"))
-    built = next((build / "python" / "lib").glob(bundled.name))
-    assert _build_id(bundled) == _build_id(built)
+    system = Path(libdir) / bundled.name
+    assert system.exists() and _build_id(bundled) == _build_id(system.resolve())
+    done = subprocess.run([str(perfparser_exe), "--version"], capture_output=True, text=True)
+    assert "core: compiled" in done.stdout
 
 
 # What the parser imports from compiled dependencies (lazily, where a failed import falls back
@@ -82,9 +82,9 @@ ACCELERATORS = ("isal.isal_zlib", "zstandard", "lz4.block", "lz4.frame", "pyderu
 
 
 def test_bundle_holds_every_module_the_accelerators_load(perfparser_exe):
-    build = _built_here(perfparser_exe)
+    _built_here(perfparser_exe)
     packages = tuple({name.split(".")[0] for name in ACCELERATORS})
-    loaded = _run_python(build / "python-venv" / "bin" / "python",
+    loaded = _run_python(REPO / ".venv" / "bin" / "python",
                          f"import sys; import {', '.join(ACCELERATORS)}; "
                          f"print(*sorted(m for m in sys.modules if m.split('.')[0] in {packages}))")
     internal = perfparser_exe.parent / "_internal"
