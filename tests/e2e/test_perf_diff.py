@@ -9,9 +9,9 @@ the stack; both sides symbolize). Kernel frames count: the recordings are of thi
 both sides take the running kernel's /proc/kallsyms (no --kallsyms: the build-id check of
 the default path is part of what is tested).
 
-Every recording must reach 99.5 % agreeing stacks: identical, or complete to the thread's
-entry where perf's unwinding stops early (tools/perfdiff says when; tests/expected_differences
-names the cases). Run `tools/perfdiff FILE` on a kept
+Every recording must reach 99.5 % identical stacks; the g++ driver's, where perf's unwinder
+fails after the exec, 99.5 % agreeing stacks (identical, or complete to the thread's entry
+where perf's stops early; tools/perfdiff, tests/expected_differences). Run `tools/perfdiff FILE` on a kept
 recording for the table and the first differing samples.
 """
 
@@ -37,7 +37,11 @@ pytestmark = pytest.mark.skipif(
 
 THRESHOLD = 0.995
 FREQ = "999"
-DWARF = ["--call-graph", "dwarf"]
+# perf's largest stack copy: stacks fit it whole, so what is compared is the unwinding (with
+# the default 8 KiB, deep stacks run past the copy on both sides, perf stops a word early as
+# it never reads the copy's last word, and ours goes on with words remembered from earlier
+# samples: a comparison of copy sizes)
+DWARF = ["--call-graph", "dwarf,65528"]
 FP = ["-g"]
 
 
@@ -252,15 +256,31 @@ def rec_xz(tmp: Path):
     return _record(tmp / "xz.data", DWARF, ["xz", "-6", "-T1", "-k", "-f", str(text)]), []
 
 
-def rec_gxx(tmp: Path):
-    # cc1plus's parser and template code run 40-80 frames deep, past perf's default 8 KiB
-    # stack copy: where both unwinders then run out of stack, perf stops a word early (it
-    # never reads the copy's last word) and ours goes on with words remembered from earlier
-    # samples. The largest copy perf takes holds the whole stack, so what is compared is the
-    # unwinding itself.
+def _gxx_source(tmp: Path) -> Path:
     src = tmp / "unit.cpp"
     src.write_text(CXX_SOURCE)
-    return _record(tmp / "gxx.data", ["--call-graph", "dwarf,65528"],
+    return src
+
+
+def rec_cc1plus(tmp: Path):
+    """g++'s compiler proper, cc1plus, started as the driver starts it (its command line from
+    `g++ -###`), without the driver's fork and exec: see rec_gxx_driver."""
+    src = _gxx_source(tmp)
+    shown = subprocess.run(["g++", "-###", "-O2", "-c", "-o", str(tmp / "unit.o"), str(src)],
+                           capture_output=True, text=True, check=True).stderr
+    line = next(ln for ln in shown.splitlines() if "cc1plus" in ln)
+    cmd = [arg.strip('"') for arg in line.split()]
+    cmd[cmd.index("-o") + 1] = str(tmp / "unit.s")
+    return _record(tmp / "cc1plus.data", DWARF, cmd), []
+
+
+def rec_gxx_driver(tmp: Path):
+    """The whole g++ driver. perf's libunwind finds no CFI in the cc1plus it saw exec'd by
+    the driver and ends its stacks at __libc_start_call_main (96 % of samples), where ours,
+    from the same stack copy, goes on to _start: compared on agreeing stacks only
+    (tests/expected_differences.md, 'Stacks against Linux perf')."""
+    src = _gxx_source(tmp)
+    return _record(tmp / "gxx.data", DWARF,
                    ["g++", "-O2", "-c", "-o", str(tmp / "unit.o"), str(src)]), []
 
 
@@ -321,11 +341,15 @@ def rec_system_wide(tmp: Path):
     return data, ["--app", str(tmp)]
 
 
+# recordings where perf's own unwinding fails (rec_gxx_driver): ours must agree, not equal
+PERF_FAILS_AFTER_EXEC = {"g++ (driver)"}
+
 RECORDINGS: dict[str, Callable] = {
     "python3": rec_python3,
     "sqlite3": rec_sqlite3,
     "xz": rec_xz,
-    "g++": rec_gxx,
+    "g++ (cc1plus)": rec_cc1plus,
+    "g++ (driver)": rec_gxx_driver,
     "rust-v0": rec_rust_v0,
     "clang-lld": rec_clang_lld,
     "go": rec_go,
@@ -348,4 +372,5 @@ def test_stacks_match_perf_script(name: str, tmp_path: Path) -> None:
     report = perfdiff.format_table([rep]) + "\n" + perfdiff.format_details(rep)
     print(report)
     assert rep.perf >= 500, report  # a recording big enough to mean something
-    assert rep.share(rep.agreeing) >= THRESHOLD, report
+    counted = rep.agreeing if name in PERF_FAILS_AFTER_EXEC else rep.identical
+    assert rep.share(counted) >= THRESHOLD, report
