@@ -12,8 +12,11 @@ affected lookup return None; nothing raises. When the image carries a persistent
 from __future__ import annotations
 
 import struct
+from array import array
 from bisect import bisect_right, insort
 from functools import lru_cache
+from itertools import chain
+from operator import itemgetter
 
 from .leb128 import sleb, uleb
 
@@ -143,8 +146,11 @@ class _Cu:
         self.ranges: list[tuple[int, int]] | None = None
         self.walked = False
         self.files: list | None = None
-        self.lines: list | None = None
-        self.line_addrs: list[int] | None = None
+        # the line table, by address: row addresses, and (file, line, column) per row
+        # flattened, file -1 for an end_sequence; arrays, ~20 bytes a row instead of ~190 as
+        # tuples (a -a recording's line tables held 870 k rows)
+        self.lines: array | list | None = None
+        self.line_addrs: array | list | None = None
 
 
 # the .debug_* sections DwarfInfo reads
@@ -1344,13 +1350,14 @@ class DwarfInfo:
         i = bisect_right(cu.line_addrs, addr) - 1
         if i < 0:
             return None
-        _, in_sequence, _, file, line, column = cu.lines[i]
-        if not in_sequence:  # an end_sequence row
+        lines = cu.lines
+        file = lines[3 * i]
+        if file < 0:  # an end_sequence row
             return None
         path = self._file_path(cu, file)
         if path is None:
             return None
-        return path, line, column
+        return path, lines[3 * i + 1], lines[3 * i + 2]
 
     def _file_path(self, cu: _Cu, idx: int) -> bytes | None:
         """Absolute path of line-table file `idx` as upstream builds it (not normalised)."""
@@ -1372,7 +1379,7 @@ class DwarfInfo:
     def _line_table(self, cu: _Cu) -> None:
         if cu.lines is not None:
             return
-        cu.lines, cu.line_addrs, cu.dirs, cu.files = [], [], [], []
+        cu.lines, cu.line_addrs, cu.dirs, cu.files = array("i"), array("Q"), [], []
         data = self._s.get("line")
         if data is None or not isinstance(cu.stmt_list, int):
             return
@@ -1383,8 +1390,8 @@ class DwarfInfo:
         # elfutils order: by address, an end_sequence before a row at the same address,
         # otherwise program order.
         rows.sort()
-        cu.line_addrs = [r[0] for r in rows]
-        cu.lines = rows
+        cu.line_addrs = _packed(lambda: map(itemgetter(0), rows), "Q")
+        cu.lines = _packed(lambda: chain.from_iterable(map(itemgetter(3, 4, 5), rows)), "iq")
 
     def _line_header_entries(self, cu: _Cu, data, pos: int) -> tuple[list, int]:
         """DWARF 5 directory/file entry list: ([(path, directory index)], next position)."""
@@ -1532,7 +1539,7 @@ class DwarfInfo:
                     raise DwarfError("bad extended opcode")
                 sub = data[pos]
                 if sub == 1:  # end_sequence
-                    rows.append((addr, 0, seq, file, line, column))
+                    rows.append((addr, 0, seq, -1, line, column))  # file -1: the end
                     seq += 1
                     addr = op_index = 0
                     file, line, column = 1, 1, 0
@@ -1620,6 +1627,17 @@ class RecordedDwarf:
 
 
 _MISSING = object()
+
+
+def _packed(make, codes: str) -> array | list:
+    """The ints `make()` gives, in an array of the first type code of `codes` that holds them
+    all, else in a list (hostile DWARF: numbers beyond 64 bits)."""
+    for code in codes:
+        try:
+            return array(code, make())
+        except OverflowError:
+            pass
+    return list(make())
 
 
 @lru_cache(maxsize=64)

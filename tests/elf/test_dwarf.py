@@ -255,9 +255,10 @@ def _uleb(v: int) -> bytes:
             return bytes(out)
 
 
-def _synthetic_dwarf5() -> dict[str, bytes]:
+def _synthetic_dwarf5(program: bytes | None = None) -> dict[str, bytes]:
     """A hand-made DWARF 5 unit using the index forms gcc's corpus builds do not:
-    strx1, addrx, addrx1, rnglistx, with .debug_str_offsets/.debug_addr/.debug_rnglists."""
+    strx1, addrx, addrx1, rnglistx, with .debug_str_offsets/.debug_addr/.debug_rnglists.
+    Its line program is `program` when given (the unit covers 0x1000-0x1040)."""
     import struct
 
     strings = [b"main.c", b"/src", b"outer", b"inner", b"ns"]
@@ -308,15 +309,64 @@ def _synthetic_dwarf5() -> dict[str, bytes]:
               + bytes([2]) + _uleb(1) + _uleb(0x08) + _uleb(2) + _uleb(0x0B)
               + _uleb(2) + b"main.c\0\0x.h\0\1")
     header_rest = bytes([1, 1, 1, 0xFB, 14, 13]) + std_lengths + tables
-    program = (b"\0" + _uleb(9) + b"\2" + struct.pack("<Q", 0x1000)
-               + b"\4" + _uleb(0) + b"\3" + _uleb(9) + b"\1"
-               + b"\4" + _uleb(1) + b"\2" + _uleb(0x10) + b"\3" + _uleb(5) + b"\1"
-               + b"\2" + _uleb(0x30) + b"\0\1\1")
+    if program is None:
+        program = (_SET_ADDRESS_0x1000
+                   + b"\4" + _uleb(0) + b"\3" + _uleb(9) + b"\1"
+                   + b"\4" + _uleb(1) + b"\2" + _uleb(0x10) + b"\3" + _uleb(5) + b"\1"
+                   + b"\2" + _uleb(0x30) + _END_SEQUENCE)
     body = struct.pack("<HBBI", 5, 8, 0, len(header_rest)) + header_rest + program
     debug_line = struct.pack("<I", len(body)) + body
     return {".debug_info": debug_info, ".debug_abbrev": debug_abbrev, ".debug_str": debug_str,
             ".debug_str_offsets": str_offsets, ".debug_addr": debug_addr,
             ".debug_rnglists": rnglists, ".debug_line": debug_line}
+
+
+_SET_ADDRESS_0x1000 = b"\0" + _uleb(9) + b"\2" + (0x1000).to_bytes(8, "little")
+_FILE_0 = b"\4" + _uleb(0)  # DWARF 5: main.c
+_END_SEQUENCE = b"\0\1\1"
+
+
+def _sleb(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if (v == 0 and not b & 0x40) or (v == -1 and b & 0x40):
+            return bytes(out + bytes([b]))
+        out.append(b | 0x80)
+
+
+def test_line_table_rows_are_kept_as_packed_ints() -> None:
+    """A profile's line tables are its largest DWARF state (a `perf record -a` touched
+    870 k rows): each row is kept as a few packed ints, not as Python objects (~190 bytes a
+    row as a tuple of ints), while the answers stay the rows' (DESIGN decision 3)."""
+    import tracemalloc
+
+    rows = 20_000
+    # special opcode 0x21 (opcode base 13, line range 14, line base -5): address +1, line +1
+    info = DwarfInfo.for_image(_Image(_synthetic_dwarf5(
+        _SET_ADDRESS_0x1000 + _FILE_0 + b"\3" + _sleb(99) + b"\1" + b"\x21" * rows
+        + _END_SEQUENCE)))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        assert info.line_at(0x1020) == (b"/src/main.c", 132, 0)
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # the unit's header and DIEs, and the interpreter's free tuples (up to 2000), besides
+    assert kept < 24 * rows + (256 << 10)
+    assert info.line_at(0x103F) == (b"/src/main.c", 163, 0)
+
+
+@pytest.mark.parametrize("line", [1 << 40, 1 << 70, -(1 << 70)])
+def test_line_numbers_beyond_32_and_64_bits_are_kept(line: int) -> None:
+    """Hostile DWARF: line numbers that need 64 bits, or more, are answered as they are."""
+    info = DwarfInfo.for_image(_Image(_synthetic_dwarf5(
+        _SET_ADDRESS_0x1000 + _FILE_0 + b"\3" + _sleb(line - 1) + b"\1"
+        + b"\2" + _uleb(0x10) + b"\3" + _sleb(-line + 3) + b"\1" + _END_SEQUENCE)))
+    assert info.line_at(0x1008) == (b"/src/main.c", line, 0)
+    assert info.line_at(0x1010) == (b"/src/main.c", 3, 0)
 
 
 def test_dwarf5_index_forms() -> None:
