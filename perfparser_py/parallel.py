@@ -31,6 +31,7 @@ from .perfdata.attr import SAMPLE_REGS_USER, SAMPLE_STACK_USER
 from .perfdata.errors import PerfDataError
 from .perfdata.fast import FusedSample
 from .pipeline import (
+    CHAIN_FRAMES,
     CHAIN_IDS,
     CPUMODE_MASK,
     TASK_EVENTS,
@@ -126,6 +127,7 @@ class _Forwarder:
         self._attr_objects: list = []  # kept alive: their id()s stay unique
         self._chain_ids: dict[tuple, int] = {}  # Sink.define_chain / numbered_sample
         self._next_chain_id = 0
+        self._chain_frames = 0  # in _chain_ids (CHAIN_FRAMES)
 
     def mmap(self, e) -> None:
         if self.mirror:
@@ -149,9 +151,13 @@ class _Forwarder:
             cid = self._chain_ids.get(key)
             if cid is None:
                 cid = self._next_chain_id
-                self._next_chain_id += 1
+                self._chain_frames += len(callchain)
+                if self._chain_frames > CHAIN_FRAMES:
+                    cid += -cid % CHAIN_IDS  # where the other process starts afresh too
                 if cid % CHAIN_IDS == 0:
                     self._chain_ids.clear()
+                    self._chain_frames = len(callchain)
+                self._next_chain_id = cid + 1
                 self._chain_ids[key] = cid
                 self.put((CHAIN, cid, callchain))
             self.put((NUMBERED, pid, tid, time, cpu, ip, sid, period, cid, misc))

@@ -193,6 +193,7 @@ class Sink(Spaces):
         self._missing_reported: set[bytes] = set()
         self._chain_by_id: dict[int, tuple[int, ...]] = {}  # split runs: define_chain()
         self._frames_by_id: dict[int, tuple[dict, list[int]]] = {}
+        self.symbolizer.memo_dependents.append(self._frames_by_id)
 
     @property
     def tracepoints(self):
@@ -265,7 +266,8 @@ class Sink(Spaces):
 
     def define_chain(self, cid: int, callchain: tuple[int, ...]) -> None:
         """Split runs: the reading process numbered a (pid, call chain, ip, cpu mode) `cid`;
-        numbers restart their tables every CHAIN_IDS (the reading process forgets too)."""
+        numbers restart their tables at every multiple of CHAIN_IDS (the reading process
+        forgets too, and skips to the next multiple once CHAIN_FRAMES are numbered)."""
         if cid % CHAIN_IDS == 0:
             self._chain_by_id.clear()
             self._frames_by_id.clear()
@@ -461,7 +463,11 @@ class Run:
         self.out.flush()
 
 
-CHAIN_IDS = 1 << 16  # numbered call chains (split runs) kept before starting afresh
+# Split runs: call chains numbered before both processes start afresh (the numbers' tables
+# there and Sink's here), and frames in them (deep stacks: 65 k chains of 50 frames would
+# be ~130 MB in each process).
+CHAIN_IDS = 1 << 16
+CHAIN_FRAMES = 1 << 16
 TASK_EVENTS = (ev.ForkEvent, ev.ExitEvent, ev.LostEvent, ev.SwitchEvent)
 
 

@@ -595,6 +595,8 @@ def _sample_frame(type_id: int, pid: int, tid: int, time: int, cpu: int,
 _SAMPLE_HEAD = struct.Struct(">BiiQI").pack
 _SAMPLE_ONE_TAIL = struct.Struct(">BIiQ").pack
 _SAMPLE_FIXED_SIZE = struct.calcsize(">BiiQI") + 4 + struct.calcsize(">BIiQ")
+# frames in sample_one's cache (each entry counting one more), which keeps the lists alive:
+# the distinct stacks of a real program grow with its samples
 _MAX_PACKED_FRAMES = 1 << 16
 
 
@@ -657,6 +659,7 @@ class StreamWriter:
         self._sample_type = _fast_sample_type(self._sample)
         self._location_prefix = _fast_location_prefix(self._location)
         self._packed_frames: dict[int, tuple[list[int], bytes, bytes | None]] = {}
+        self._packed_count = 0  # frames in _packed_frames (_MAX_PACKED_FRAMES)
 
     def _put(self, lay: _Layout | None, values: Sequence) -> None:
         if lay is None:
@@ -773,9 +776,11 @@ class StreamWriter:
     def _pack_frames(self, frames: list[int]) -> tuple[list[int], bytes, bytes | None]:
         """(frames, message size prefix, packed frame array or None) for sample_one."""
         cache = self._packed_frames
-        if len(cache) >= _MAX_PACKED_FRAMES:
-            cache.clear()
         n = len(frames)
+        self._packed_count += n + 1
+        if self._packed_count > _MAX_PACKED_FRAMES:
+            cache.clear()
+            self._packed_count = n + 1
         try:
             packed = struct.pack(f">I{n}i", n, *frames)
         except struct.error:  # an id out of range: the schema path reports it

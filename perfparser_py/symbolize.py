@@ -15,7 +15,11 @@ from .emit import Emitter
 from .session import KERNEL_PID, Mapping, Process, SymbolMapping
 from .unwind.framepointer import callchain_frames
 
-_MAX_CHAINS = 1 << 16  # per process; beyond that the cache restarts (bounded memory)
+# Frames the stack memos of all processes hold together (callchain(), unwound()), an entry
+# counting one more: a real program's distinct stacks grow with its samples (a 100k-sample
+# perf record -a: 55 k stacks of 331 k frames, ~27 MB), so beyond this every memo starts
+# afresh (DESIGN decision 3: memory grows with unique addresses, not samples).
+MEMO_FRAMES = 1 << 18
 
 
 class Symbolizer:
@@ -31,6 +35,10 @@ class Symbolizer:
         # pid -> location id of the symbolized function location shared by the process's
         # addresses outside every mapping (without a perf map)
         self._unmapped_parents: dict[int, int] = {}
+        self._memo_frames = 0  # held by the stack memos in _memos (MEMO_FRAMES)
+        self._memos: dict[int, dict] = {}  # id -> memo dict with entries (kept: ids unique)
+        # dicts of what was made from memo entries (Sink's numbered chains): cleared with them
+        self.memo_dependents: list[dict] = []
 
     # -- entry point ---------------------------------------------------------------------
     def frame(self, proc: Process, ip: int, is_kernel: bool) -> int:
@@ -59,12 +67,11 @@ class Symbolizer:
         key = (callchain, ip, ip_is_user, branch_stack)
         ids = chains.get(key)
         if ids is None:
-            if len(chains) >= _MAX_CHAINS:
-                chains = proc.chains = {}
             frame = self.frame
-            ids = chains[key] = [frame(kernel if k else proc, addr, k)
-                                 for addr, k in callchain_frames(callchain, ip, ip_is_user,
-                                                                 branch_stack)]
+            ids = [frame(kernel if k else proc, addr, k)
+                   for addr, k in callchain_frames(callchain, ip, ip_is_user, branch_stack)]
+            self._memo_room(chains, len(callchain) + len(ids))
+            chains[key] = ids
         return ids
 
     def unwound(self, proc: Process, addrs: list[int]) -> list[int]:
@@ -73,11 +80,24 @@ class Symbolizer:
         key = tuple(addrs)
         ids = memo.get(key)
         if ids is None:
-            if len(memo) >= _MAX_CHAINS:
-                memo.clear()
             frame = self.frame
-            ids = memo[key] = [frame(proc, addr, False) for addr in addrs]
+            ids = [frame(proc, addr, False) for addr in addrs]
+            self._memo_room(memo, 2 * len(ids))
+            memo[key] = ids
         return ids
+
+    def _memo_room(self, memo: dict, frames: int) -> None:
+        """Make room for an entry of `memo` (a process's chains or unwound) holding `frames`
+        frames in its key and ids: past MEMO_FRAMES, every memo and its dependents are
+        emptied. In place: the frames they gave stay valid, and Sink.numbered_sample's
+        identity check sees no stale entry, its dependent being emptied too."""
+        self._memo_frames += frames + 1
+        if self._memo_frames > MEMO_FRAMES:
+            for d in (*self._memos.values(), *self.memo_dependents):
+                d.clear()
+            self._memos.clear()
+            self._memo_frames = frames + 1
+        self._memos[id(memo)] = memo
 
     # -- one address (SEMANTICS §10.2 - §10.9) -------------------------------------------
     def _resolve(self, proc: Process, m: Mapping, ip: int, is_kernel: bool) -> int:

@@ -1,0 +1,94 @@
+"""What grows with the samples of a real program stays within a budget (DESIGN decision 3):
+its distinct stacks keep coming (a 100k-sample `perf record -a`: 55 k of them), so the stack
+memos of all processes together, a split run's numbered call chains and the stream writer's
+packed frames start afresh beyond theirs, and starting afresh changes no byte of the stream."""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+import pytest
+
+from perfparser_py import parallel, pipeline, protocol, symbolize
+from perfparser_py.cli import make_options, parse_args
+from tests.synth import PipeWriter
+
+PROCESSES = 30
+
+
+def _many_stacks(tmp_path: Path) -> Path:
+    """Samples of PROCESSES processes whose stacks are drawn from a few hundred addresses:
+    the addresses repeat, the stacks hardly ever (a third of the samples repeat one)."""
+    rng = random.Random(19)
+    w = PipeWriter()
+    t = 1
+    for pid in range(100, 100 + PROCESSES):
+        w.comm(pid, pid, b"p%d" % pid, t)
+        w.mmap2(pid, 0x400000, 0x10000, 0, b"/bin/true", t)
+        t += 1
+    pool = [0x400000 + 16 * rng.randrange(0x1000) for _ in range(300)]
+    stacks: list[tuple[int, list[int]]] = []
+    for i in range(3000):
+        if stacks and i % 3 == 0:
+            pid, chain = rng.choice(stacks)
+        else:
+            pid = 100 + rng.randrange(PROCESSES)
+            chain = rng.sample(pool, rng.randrange(2, 40))
+            stacks.append((pid, chain))
+        w.sample(pid, pid, t, chain[0], chain)
+        t += 1
+        if i % 250 == 249:
+            w.finished_round()
+    path = tmp_path / "stacks.data"
+    path.write_bytes(w.data())
+    return path
+
+
+def _run(path: Path, split: str, monkeypatch) -> tuple[bytes, pipeline.Sink]:
+    monkeypatch.setenv("PERFPARSER_PY_SPLIT", split)
+    out = io.BytesIO()
+    keep: list = []
+    assert pipeline.run(make_options(parse_args(["--input", str(path)])), out, keep=keep) == 0
+    return out.getvalue(), keep[0].sink
+
+
+def _memo_frames(sink: pipeline.Sink) -> int:
+    """What the symbolizer's stack memos hold, counted as it counts (a unit per entry)."""
+    procs = [*sink.session.processes.values(), *sink.session.exited.values()]
+    return sum(len(key[0]) + len(ids) + 1 for p in procs for key, ids in p.chains.items())
+
+
+@pytest.mark.parametrize("split", ["0", "1"])
+def test_stack_memos_of_all_processes_stay_within_their_budget(tmp_path, monkeypatch, split):
+    path = _many_stacks(tmp_path)
+    unbounded, sink = _run(path, split, monkeypatch)
+    held = _memo_frames(sink)
+    monkeypatch.setattr(symbolize, "MEMO_FRAMES", held // 8)
+    bounded, sink = _run(path, split, monkeypatch)
+    assert bounded == unbounded
+    assert 0 < _memo_frames(sink) <= held // 8
+
+
+def test_numbered_chains_of_a_split_run_stay_within_their_budget(tmp_path, monkeypatch):
+    """The reading process numbers the distinct chains, this one keeps them by number: both
+    start afresh once CHAIN_FRAMES frames are numbered (this side's table shows both)."""
+    path = _many_stacks(tmp_path)
+    serial, _sink = _run(path, "0", monkeypatch)
+    monkeypatch.setattr(pipeline, "CHAIN_FRAMES", 500)
+    monkeypatch.setattr(parallel, "CHAIN_FRAMES", 500)
+    split, sink = _run(path, "1", monkeypatch)
+    assert split == serial
+    assert 0 < sum(len(c) for c in sink._chain_by_id.values()) <= 500
+    assert len(sink._frames_by_id) <= len(sink._chain_by_id)
+
+
+def test_packed_frames_of_the_stream_writer_stay_within_their_budget(tmp_path, monkeypatch):
+    path = _many_stacks(tmp_path)
+    unbounded, _sink = _run(path, "0", monkeypatch)
+    monkeypatch.setattr(protocol, "_MAX_PACKED_FRAMES", 300)
+    bounded, sink = _run(path, "0", monkeypatch)
+    assert bounded == unbounded
+    packed = sink.writer._packed_frames.values()
+    assert 0 < sum(len(frames) + 1 for frames, _size, _packed in packed) <= 300
