@@ -47,7 +47,9 @@ _MIN_BYTES = 2 << 20  # below this, start-up and symbolizing dominate: nothing t
 _BATCH = 512  # items per marshalled batch
 _LEN = struct.Struct("<I")
 _PIPE_BYTES = 16 << 20  # wanted pipe capacity (capped by the system's pipe-max-size)
-_BACKLOG_BYTES = 16 << 20  # batches the child keeps in memory while the pipe is full
+# batches the child keeps in memory while the pipe is full: ~16 k DWARF samples; beyond a
+# start-up burst they only wait on a slower parent (a perf record -a: 7 MB of 16 allowed)
+_BACKLOG_BYTES = 4 << 20
 
 # item tags: (tag, ...) tuples
 (FUSED, NUMBERED, CHAIN, FULL, MAPPING, KSYMBOL, JIT_CODE, TASK_ITEM, COMM, PROGRESS, PARSE,
