@@ -62,13 +62,32 @@ def test_bench_real_sqlite3(tmp_path: Path) -> None:
         assert {"ratio", "ratio_warm", "ratio_pinned", "ratio_pinned_warm"} <= set(entry)
 
 
-def test_check_names_what_is_wrong(monkeypatch) -> None:
-    """A parser's verdict fails on any run's exit code and on a stream short of perf's count."""
+def _bench_module(monkeypatch):
     loader = importlib.machinery.SourceFileLoader("bench_tool", str(BENCH))
     bench = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
     monkeypatch.setitem(sys.modules, loader.name, bench)  # its dataclass looks itself up there
     monkeypatch.setattr(sys, "path", list(sys.path))  # it adds tools/ for its modules
     loader.exec_module(bench)
+    return bench
+
+
+def test_peak_memory_is_the_parsers_not_the_benchs(monkeypatch) -> None:
+    """A child's ru_maxrss includes the RSS its parent had when the child's exec replaced the
+    copy of it: the peak must come from the parser's own pages, whatever the bench holds."""
+    bench = _bench_module(monkeypatch)
+    held = bytearray(256 << 20)
+    held[::4096] = b"\1" * len(held[::4096])  # resident here
+    child = [sys.executable, "-c", "import time; time.sleep(0.3)"]
+    _wall, (rss, pss), code = bench.timed(child, dict(os.environ), sample_rss=True)
+    assert code == 0
+    assert 0 < pss <= rss < 128 << 10  # KiB: an idle interpreter, far below what is held here
+    assert bench.timed(child, dict(os.environ))[1] == (0, 0)  # timed runs do not sample
+    del held
+
+
+def test_check_names_what_is_wrong(monkeypatch) -> None:
+    """A parser's verdict fails on any run's exit code and on a stream short of perf's count."""
+    bench = _bench_module(monkeypatch)
 
     def variant(codes: list[int], stream: int | None = None) -> dict:
         v = {"runs": [0.1], "exit_codes": codes}
