@@ -113,6 +113,8 @@ def _same(got: list[str | None], want: list[str | None], aliases) -> bool:
     if len(got) != len(want):
         return False
     for g, w in zip(got, want, strict=True):
+        # a .symtab name may carry its version (`__libc_start_main@@GLIBC_2.34`), on both sides
+        g = g.split("@")[0] if g else g
         w = w.split("@")[0] if w else w
         if g != w and not (g and w and w in aliases.get(g, ())):
             return False
