@@ -316,7 +316,9 @@ def rec_node(tmp: Path):
     src.write_text(NODE_WORKLOAD)
     before = set(Path("/tmp").glob("perf-*.map"))
     try:
-        data = _record(tmp / "node.data", FP, ["node", "--perf-basic-prof", str(src), "2000"])
+        # cwd: --perf-basic-prof writes its isolate-*-v8.log there
+        data = _record(tmp / "node.data", FP, ["node", "--perf-basic-prof", str(src), "2000"],
+                       cwd=tmp)
         # our parser reads the JIT map when it runs, as perf script does: keep it until then
         return data, []
     finally:
