@@ -62,6 +62,23 @@ def test_the_core_is_compiled():
     assert _run(["--version"], pure=False).endswith(b"core: compiled\n")
 
 
+def test_no_extension_is_older_than_its_source():
+    """An extension built in place shadows its .py: after an edit (or a merge) it runs the
+    old code until setup.py build_ext --inplace runs again, and every test here would test
+    that old code."""
+    stale = []
+    for source in COMPILED:
+        stem = ROOT / source.removesuffix(".py")
+        for suffix in EXTENSION_SUFFIXES:
+            ext = Path(f"{stem}{suffix}")
+            pxd = Path(f"{stem}.pxd")
+            newest = max((ROOT / source).stat().st_mtime,
+                         pxd.stat().st_mtime if pxd.exists() else 0.0)
+            if ext.is_file() and ext.stat().st_mtime < newest:
+                stale.append(source)
+    assert stale == [], "rebuild: .venv/bin/python setup.py build_ext --inplace"
+
+
 def test_pure_switch_imports_the_sources():
     code = ("import perfparser_py.unwind.dwarf as d, perfparser_py.elf.cfi as c, "
             "perfparser_py.perfdata.fast as f; print(d.__file__, c.__file__, f.__file__)")
