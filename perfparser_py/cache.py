@@ -277,10 +277,21 @@ _SHAPES = {
 }
 
 
+# kernel.RecordedKallsyms.address_of: "address of <symbol>" -> its address or None
+_ADDRESS_OF = "address of "
+
+
+def _shape(key: str):
+    if key.startswith(_ADDRESS_OF):
+        return lambda v: v is None or type(v) is int
+    return _SHAPES.get(key)
+
+
 def valid_record(data) -> bool:
     """Whether `data` (a loaded record) has only the keys and value shapes of _SHAPES."""
     return type(data) is dict and all(
-        type(k) is str and k in _SHAPES and _SHAPES[k](v) for k, v in data.items())
+        type(k) is str and (check := _shape(k)) is not None and check(v)
+        for k, v in data.items())
 
 
 def _load(path: str, key: bytes) -> dict:

@@ -4,9 +4,12 @@ a pipe nobody writes to), bounded in time."""
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import os
 import struct
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -102,6 +105,19 @@ def strings(values: list[bytes], count: int | None = None) -> bytes:
     return out
 
 
+def _tree_memory_kib():
+    """tools/bench's sampler of a process tree's peak RSS (its tree_memory_kib)."""
+    mod = sys.modules.get("bench_tool")
+    if mod is None:
+        path = Path(__file__).resolve().parents[2] / "tools" / "bench"
+        loader = importlib.machinery.SourceFileLoader("bench_tool", str(path))
+        mod = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench_tool",
+                                                                             loader))
+        sys.modules["bench_tool"] = mod  # its dataclasses look their module up
+        loader.exec_module(mod)
+    return mod.tree_memory_kib
+
+
 class Result:
     def __init__(self, code: int, output: bytes, stderr: str, seconds: float,
                  max_rss: int) -> None:
@@ -120,7 +136,8 @@ def run(args: list[str], timeout: float, extra_env: dict[str, str] | None = None
         clean: bool = True) -> Result:
     """The parser on `args` with stdout a pipe and stdin a pipe left open and empty (reading
     either would hang or eat the output), killed after `timeout` seconds; its peak RSS is
-    measured (wait4)."""
+    sampled from /proc (VmHWM, and VmRSS over its processes): wait4's ru_maxrss would count
+    the RSS this test process had when the parser's exec replaced the copy of it."""
     e = env()
     e.update(extra_env or {})
     rfd, wfd = os.pipe()  # stdin: the write end stays open, so a read blocks
@@ -135,7 +152,14 @@ def run(args: list[str], timeout: float, extra_env: dict[str, str] | None = None
             t.start()
         killer = threading.Timer(timeout, proc.kill)
         killer.start()
-        _pid, status, usage = os.wait4(proc.pid, 0)
+        sample = _tree_memory_kib()
+        peak_kib = 0
+        while True:
+            pid, status, _usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            peak_kib = max(peak_kib, sample(proc.pid)[0])
+            time.sleep(0.005)
         killer.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)
         for t in readers:
@@ -150,4 +174,4 @@ def run(args: list[str], timeout: float, extra_env: dict[str, str] | None = None
     if clean:
         assert_clean(proc.returncode, err, outputs["out"])
     return Result(proc.returncode, outputs["out"], err.decode("utf-8", "replace"), seconds,
-                  usage.ru_maxrss * 1024)
+                  peak_kib * 1024)
