@@ -277,12 +277,13 @@ _SHAPES = {
 }
 
 
-# kernel.RecordedKallsyms.address_of: "address of <symbol>" -> its address or None
-_ADDRESS_OF = "address of "
+# a kallsyms record's "address of <symbol>" keys (kernel.RecordedKallsyms.address_of): the
+# address or None
+ADDRESS_OF = "address of "
 
 
 def _shape(key: str):
-    if key.startswith(_ADDRESS_OF):
+    if key.startswith(ADDRESS_OF):
         return lambda v: v is None or type(v) is int
     return _SHAPES.get(key)
 

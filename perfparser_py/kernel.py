@@ -341,7 +341,9 @@ class RecordedKallsyms:
 
     def address_of(self, name: bytes) -> int | None:
         """As Kallsyms.address_of, kept in the record like the lookups."""
-        key = "address of " + name.decode("utf-8", "surrogateescape")
+        from .cache import ADDRESS_OF  # loaded already: this record came from it
+
+        key = ADDRESS_OF + name.decode("utf-8", "surrogateescape")
         try:
             return self._rec.data[key]
         except KeyError:
