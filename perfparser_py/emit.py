@@ -13,9 +13,11 @@ from .protocol import StreamWriter
 # not part of the key (PROTOCOL §4): a later resolve with another parent reuses the first id.
 # Unlike upstream, the module (recorded path's string id) is: after an exec, the same address
 # in the same pid is another function and must not inherit the old location's symbol. So is
-# the DWARF scope (DIE offset) a function or inline location stands for: two inlined copies
-# without an entry pc (LLVM's) have address 0 and the same declaration and call site, and
-# must not share a parent chain. Neither is sent: the messages stay upstream's.
+# what a function or inline location stands for: the DWARF scope (DIE offset) of an inlined
+# copy, so that two copies without an entry pc (LLVM's: address 0, the same declaration and
+# call site) do not share a parent chain; -2 - st_value of the ELF symbol of a function that
+# is not inlined, so that f and f.cold keep their own names (symbolize). Neither is sent: the
+# messages stay upstream's.
 LocationKey = tuple[int, int, int, int, int, int, int, int]
 
 
