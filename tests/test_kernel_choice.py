@@ -10,7 +10,6 @@ names are compared with `perf script`'s, frame by frame.
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import shutil
 import subprocess
@@ -18,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from perfparser_py import cpus, pipeline
+from perfparser_py import cpus
 from perfparser_py import protocol as P
 from perfparser_py.cli import make_options, parse_args
 from perfparser_py.kernel import KallsymsWorker, KernelSymbols, likely_path, running_build_id
 from tests.corpus.expect import CORPUS, decode, run_parser
+from tests.test_kernel_worker import run_with_worker
 
 KERNEL_CASE = CORPUS / "recorded" / "kernel"
 RECORDED_ID = bytes.fromhex("7bdad2f33eb864144f7545c504378f3db829fd87")  # its case.toml
@@ -277,14 +277,5 @@ def test_a_recording_of_the_running_kernel_is_named_from_proc_kallsyms(tmp_path:
         return
     monkeypatch.setenv("PERFPARSER_PY_SPLIT", "0")
     options = make_options(parse_args(["--input", str(data), "--debug", str(tmp_path)]))
-    path = likely_path(options.kallsyms, options.sysroot)
-    worker = KallsymsWorker.start(path)
-    asked = []
-    real_table = KallsymsWorker.table
-    monkeypatch.setattr(KallsymsWorker, "table",
-                        lambda self, p: asked.append(p) or real_table(self, p))
-    try:
-        assert pipeline.run(options, io.BytesIO(), worker) == 0
-    finally:
-        worker.close()
+    _stream, path, asked = run_with_worker(monkeypatch, options)
     assert asked == [path]

@@ -173,17 +173,24 @@ def test_runs_with_a_worker_write_what_runs_without_write(monkeypatch, data: Pat
     options = make_options(parse_args(["--input", str(data), *case_options(data.parent)]))
     plain = io.BytesIO()
     assert pipeline.run(options, plain) == 0
+    stream, path, asked = run_with_worker(monkeypatch, options)
+    assert stream == plain.getvalue()
+    if b"[kernel.kallsyms]" in plain.getvalue():
+        assert asked == [path]  # the worker's table was the one used
+
+
+def run_with_worker(monkeypatch, options) -> tuple[bytes, str, list[str]]:
+    """A run with the kallsyms worker started as cli starts it: (its stream, the path the
+    worker parsed, the paths the run asked the worker for)."""
     path = likely_path(options.kallsyms, options.sysroot)
     worker = KallsymsWorker.start(path)
     asked = []
     real_table = KallsymsWorker.table
     monkeypatch.setattr(KallsymsWorker, "table",
                         lambda self, p: asked.append(p) or real_table(self, p))
-    with_worker = io.BytesIO()
+    out = io.BytesIO()
     try:
-        assert pipeline.run(options, with_worker, worker) == 0
+        assert pipeline.run(options, out, worker) == 0
     finally:
         worker.close()
-    assert with_worker.getvalue() == plain.getvalue()
-    if b"[kernel.kallsyms]" in plain.getvalue():
-        assert asked == [path]  # the worker's table was the one used
+    return out.getvalue(), path, asked
