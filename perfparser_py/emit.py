@@ -7,7 +7,7 @@ this module deals in Python values; only here do they become ids and messages.
 
 from __future__ import annotations
 
-from .protocol import StreamWriter
+from .protocol import HAS_SYMBOL, NAMED, StreamWriter
 
 # Location key: (address, rel_addr, file, pid, line, column, module, scope). The parent is
 # not part of the key (PROTOCOL §4): a later resolve with another parent reuses the first id.
@@ -24,13 +24,19 @@ LocationKey = tuple[int, int, int, int, int, int, int, int]
 class Emitter:
     """Owns the id tables and turns definitions into messages on a StreamWriter."""
 
-    __slots__ = ("_has_symbol", "_locations", "_strings", "writer")
+    __slots__ = ("_locations", "_state", "_strings", "unnamed", "writer")
 
     def __init__(self, writer: StreamWriter) -> None:
         self.writer = writer
         self._strings: dict[bytes, int] = {}
         self._locations: dict[LocationKey, int] = {}
-        self._has_symbol: list[bool] = []  # per location id
+        # per location id, HAS_SYMBOL | NAMED (protocol.py); the writer counts the frames of
+        # samples without a name (diagnostics.py)
+        self._state = bytearray()
+        writer.count_unresolved(self._state)
+        # location id -> (binary, path, is_kernel) of the Symbol without a name it has, or
+        # its parent has
+        self.unnamed: dict[int, tuple[int, int, bool]] = {}
 
     # -- strings -------------------------------------------------------------------------
     def string(self, value: bytes | str | None) -> int:
@@ -62,9 +68,15 @@ class Emitter:
         key = (address, rel_addr, file, pid, line, column, module, scope)
         lid = self._locations.get(key)
         if lid is None:
-            has_symbol = self._has_symbol
-            lid = self._locations[key] = len(has_symbol)
-            has_symbol.append(False)
+            state = self._state
+            lid = self._locations[key] = len(state)
+            if parent >= 0:  # its name is the parent's until it has a Symbol
+                state.append(state[parent] & NAMED)
+                inherited = self.unnamed.get(parent)
+                if inherited is not None:
+                    self.unnamed[lid] = inherited
+            else:
+                state.append(0)
             self.writer.location(lid, address, file, pid, line, column, parent, rel_addr)
         return lid
 
@@ -75,7 +87,12 @@ class Emitter:
                                    -1)
 
     def has_symbol(self, location_id: int) -> bool:
-        return self._has_symbol[location_id]
+        return bool(self._state[location_id] & HAS_SYMBOL)
+
+    def string_text(self, ids) -> dict[int, bytes]:
+        """The strings of some ids (a reverse lookup: for end-of-run reports only)."""
+        wanted = set(ids)
+        return {sid: value for value, sid in self._strings.items() if sid in wanted}
 
     def symbol(
         self,
@@ -89,7 +106,11 @@ class Emitter:
         actual_path: int,
         is_inline: bool,
     ) -> None:
-        self._has_symbol[location_id] = True
+        if name == -1:
+            self._state[location_id] = HAS_SYMBOL
+            self.unnamed[location_id] = (binary, path, is_kernel)
+        else:
+            self._state[location_id] = HAS_SYMBOL | NAMED
         self.writer.symbol(
             location_id, name, binary, path, is_kernel, rel_addr, size, actual_path, is_inline
         )

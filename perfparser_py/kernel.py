@@ -16,6 +16,9 @@ from .regular import open_regular
 
 # A kallsyms file (a kernel's has 10-20 MB) is read up to this size, decompressed too
 MAX_KALLSYMS = 256 << 20
+# upstream's error text for a kallsyms without one non-zero address: what a file read without
+# the right to see kernel addresses (kptr_restrict) gives
+EMPTY_MAPPING = "Mapping is empty."
 
 
 class KallsymsError(Exception):
@@ -162,7 +165,7 @@ class Kallsyms:
         # address 0 (kptr_restrict, "(null)") is dropped
         first = bisect.bisect_right(ordered, 0)
         if first == len(ordered):
-            raise KallsymsError("Mapping is empty.")
+            raise KallsymsError(EMPTY_MAPPING)
         if first:
             del ordered[:first], lines[:first]
         return ordered, lines
@@ -425,6 +428,10 @@ class KernelSymbols:
         self._core = (0, 0)  # the kernel MMAP's range: the addresses relocated
         self._table = None  # Kallsyms | RecordedKallsyms once loaded; False: none
         self._delta = 0  # file address - recorded address
+        # why kernel frames have no names, when the reason is known: "other kernel" (no
+        # kallsyms of the recording's), "hidden" (kptr_restrict zeroed every address),
+        # "unreadable" (another kallsyms error)
+        self.unnamed_because: str | None = None
 
     def build_ids(self, entries) -> None:
         """The recording's HEADER_BUILD_ID entries (pid, id, filename)."""
@@ -497,10 +504,12 @@ class KernelSymbols:
         if warning:
             self._warn(warning)
         if path is None:
+            self.unnamed_because = "other kernel"
             return False
         try:
             table = Kallsyms.load(path, worker)
         except KallsymsError as err:
+            self.unnamed_because = "hidden" if str(err) == EMPTY_MAPPING else "unreadable"
             message = f'Failed to parse kernel symbol mapping file "{path}": {err}'
             print(f"PerfUnwind::InvalidKallsyms: {message}", file=sys.stderr)
             self._writer.error(3, message)

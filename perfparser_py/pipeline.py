@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from .diagnostics import end_of_run, missing_sysroot, report
 from .elf.image import ElfImage
 from .elf.vdso import VDSO_NAME
 from .emit import AttributeTable, Emitter
@@ -190,7 +191,10 @@ class Sink(Spaces):
         self.symbolizer = Symbolizer(emitter, self.kernel_symbols, options.perf_map_path)
         self._tracepoints = None
         self._arch_warned = False
-        self._missing_reported: set[bytes] = set()
+        self.missing_files: set[bytes] = set()  # recorded paths of the files not found
+        self._no_sysroot = missing_sysroot(options.sysroot)
+        if self._no_sysroot:  # said once, not as one "could not find" line per file
+            print(f"perfparser: {self._no_sysroot}", file=sys.stderr)
         self._chain_by_id: dict[int, tuple[int, ...]] = {}  # split runs: define_chain()
         self._frames_by_id: dict[int, tuple[dict, list[int]]] = {}
         self.symbolizer.memo_dependents.append(self._frames_by_id)
@@ -223,14 +227,15 @@ class Sink(Spaces):
     def _missing(self, path: bytes) -> None:
         # Once per file: upstream repeats it for every mmap of the file (every process that
         # maps libc in a -a recording), which only buries the message.
-        if path in self._missing_reported:
+        if path in self.missing_files:
             return
-        self._missing_reported.add(path)
+        self.missing_files.add(path)
         message = (
             f"Could not find ELF file for {path.decode('utf-8', 'replace')}. "
             "This can break stack unwinding and lead to missing symbols."
         )
-        print(f"PerfUnwind::MissingElfFile: {message}", file=sys.stderr)
+        if not self._no_sysroot:
+            print(f"PerfUnwind::MissingElfFile: {message}", file=sys.stderr)
         self.writer.error(2, message)
 
     def task(self, item) -> None:
@@ -445,6 +450,12 @@ class Run:
         self.finder.save_cache()
         if self.stats_mode:
             self.out.write(self.queue.stats.render().encode())
+        else:
+            counts = self.writer.frame_counts()
+            sink = self.sink
+            libraries = end_of_run(counts, self.emitter, sink.missing_files,
+                                   sink.kernel_symbols.unnamed_because)
+            report(self.writer, counts, libraries, self.terminal, self.options.output)
         self.writer.flush()
         self.out.flush()
         return code

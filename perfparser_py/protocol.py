@@ -635,6 +635,38 @@ def _fast_location_prefix(lay: _Layout | None) -> bytes | None:
     return prefix
 
 
+# ----------------------------------------------------------- what the samples referenced
+
+# What the stream has said of a location (the emitter keeps these bits per location id): it
+# has a Symbol of its own; it has a name, its own or, for a location without a Symbol, its
+# parent's (PROTOCOL §6.2)
+HAS_SYMBOL, NAMED = 1, 2
+
+
+class FrameCounts:
+    """What the samples written so far referenced: their number, their pids and frames, and
+    per location id without a name the frames in them (for diagnostics.py). Compiled with
+    the C types of protocol.pxd: add() looks at every frame of a DWARF-unwound sample."""
+
+    def __init__(self) -> None:
+        self.location_state = bytearray()  # per location id, HAS_SYMBOL | NAMED bits
+        self.samples = 0
+        self.frames = 0
+        self.pids: set = set()
+        self.unnamed: dict = {}  # location id -> frames
+
+    def add(self, frames, uses: int, pid) -> None:
+        """`uses` samples of process `pid` with these frames (location ids)."""
+        self.samples += uses
+        self.frames += len(frames) * uses
+        self.pids.add(pid)
+        state = self.location_state
+        n = len(state)
+        for f in frames:
+            if f < 0 or f >= n or not state[f] & NAMED:
+                self.unnamed[f] = self.unnamed.get(f, 0) + uses
+
+
 # -------------------------------------------------------------------------------- writer
 
 
@@ -658,8 +690,11 @@ class StreamWriter:
          self._tracepoint_sample, self._debuginfo_progress) = _LAYOUTS[flavour]
         self._sample_type = _fast_sample_type(self._sample)
         self._location_prefix = _fast_location_prefix(self._location)
-        self._packed_frames: dict[int, tuple[list[int], bytes, bytes | None]] = {}
+        # id(frames) -> [frames, message size prefix, packed frame array or None, samples
+        # written with it since the last fold, their pid] (sample_one)
+        self._packed_frames: dict[int, list] = {}
         self._packed_count = 0  # frames in _packed_frames (_MAX_PACKED_FRAMES)
+        self._counts = FrameCounts()
 
     def _put(self, lay: _Layout | None, values: Sequence) -> None:
         if lay is None:
@@ -729,8 +764,30 @@ class StreamWriter:
     def context_switch(self, pid: int, tid: int, time: int, cpu: int, switch_out: bool) -> None:
         self._put(self._context_switch, (pid, tid, time, cpu, switch_out))
 
+    def count_unresolved(self, location_state: bytearray) -> None:
+        """Count, per location id without the NAMED bit in `location_state` (emit.py keeps
+        it), the frames of the samples written (frame_counts())."""
+        self._counts.location_state = location_state
+
+    def frame_counts(self) -> FrameCounts:
+        """The FrameCounts of every sample written so far."""
+        for entry in self._packed_frames.values():
+            self._fold(entry)
+        return self._counts
+
+    def _fold(self, entry: list) -> None:
+        uses = entry[3]
+        if uses:
+            entry[3] = 0
+            self._counts.add(entry[0], uses, entry[4])
+
     def sample(self, pid: int, tid: int, time: int, cpu: int, frames: Sequence[int],
                guessed: int, values: Sequence[tuple[int, int]]) -> None:
+        self._counts.add(frames, 1, pid)
+        self._sample_uncounted(pid, tid, time, cpu, frames, guessed, values)
+
+    def _sample_uncounted(self, pid: int, tid: int, time: int, cpu: int, frames: Sequence[int],
+                          guessed: int, values: Sequence[tuple[int, int]]) -> None:
         if self._sample_type is not None:
             try:
                 frame = _sample_frame(self._sample_type, pid, tid, time, cpu, frames, guessed,
@@ -755,7 +812,8 @@ class StreamWriter:
         if self._sample_type is not None:
             cached = self._packed_frames.get(id(frames))
             if cached is None or cached[0] is not frames:
-                cached = self._pack_frames(frames)
+                cached = self._pack_frames(frames, pid)
+            cached[3] += 1  # counted per list: the frames are looked at when it is folded
             if cached[2] is not None:
                 try:
                     head = _SAMPLE_HEAD(self._sample_type, pid, tid, time, cpu)
@@ -771,26 +829,33 @@ class StreamWriter:
                     if len(buf) >= _FLUSH_AT:
                         self.flush()
                     return
+            self._sample_uncounted(pid, tid, time, cpu, frames, 0, ((attribute_id, value),))
+            return
         self.sample(pid, tid, time, cpu, frames, 0, ((attribute_id, value),))
 
-    def _pack_frames(self, frames: list[int]) -> tuple[list[int], bytes, bytes | None]:
-        """(frames, message size prefix, packed frame array or None) for sample_one."""
+    def _pack_frames(self, frames: list[int], pid: int) -> list:
+        """A new entry of sample_one's cache (see _packed_frames). A frames list comes from
+        one process's memo (symbolize.py), so its entry keeps the pid it was first seen in."""
         cache = self._packed_frames
         n = len(frames)
         self._packed_count += n + 1
         if self._packed_count > _MAX_PACKED_FRAMES:
+            for entry in cache.values():
+                self._fold(entry)
             cache.clear()
             self._packed_count = n + 1
         try:
             packed = struct.pack(f">I{n}i", n, *frames)
         except struct.error:  # an id out of range: the schema path reports it
             packed = None
-        entry = cache[id(frames)] = (frames, _U32LE.pack(_SAMPLE_FIXED_SIZE + 4 * n), packed)
+        entry = cache[id(frames)] = [frames, _U32LE.pack(_SAMPLE_FIXED_SIZE + 4 * n), packed,
+                                     0, pid]
         return entry
 
     def tracepoint_sample(self, pid: int, tid: int, time: int, cpu: int, frames: Sequence[int],
                           guessed: int, values: Sequence[tuple[int, int]], format_id: int,
                           trace_data: Sequence[tuple[int, Variant]]) -> None:
+        self._counts.add(frames, 1, pid)
         self._put(self._tracepoint_sample, (pid, tid, time, cpu, frames, guessed, values,
                                             format_id, trace_data))
 

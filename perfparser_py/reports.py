@@ -11,10 +11,10 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from .diagnostics import KERNEL_BINARY, cause_of
 from .textdump import StreamState
 
 UNKNOWN = "??"
-KERNEL_BINARY = "[kernel.kallsyms]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +103,12 @@ class Stacks:
             if sym is None:
                 continue
             name = st.s(sym.name) if sym.name != -1 else ""
-            library = st.s(sym.binary) if sym.binary != -1 else ""
             path = st.s(sym.path) if sym.path != -1 else ""
+            library = st.s(sym.binary) if sym.binary != -1 else ""
             if sym.is_kernel:
                 library = library or KERNEL_BINARY
+            else:  # a Symbol without a binary name ([vdso]'s) is named by its path
+                library = library or os.path.basename(path)
             out.append(Frame(name or UNKNOWN, library, path,
                              _found(path, st.s(sym.actual_path) if sym.actual_path != -1 else ""),
                              sym.is_kernel))
@@ -183,8 +185,10 @@ def analyse(stacks: Stacks) -> dict:
             p = procs[smp.pid] = _Process(smp.pid, st.comm(smp.pid) or st.comm(smp.tid))
         samples += 1
         p.samples += 1
-        p.frames += len(frames)
-        frames_total += len(frames)
+        # the stack's entries, not its inline-expanded frames: an unresolved entry expands to
+        # one frame, and the parser's end-of-run summary counts the same way
+        p.frames += len(smp.frames)
+        frames_total += len(smp.frames)
         for f in frames:
             if not f.resolved:
                 p.unresolved += 1
@@ -241,20 +245,8 @@ def _process_data(p: _Process, samples: int) -> dict:
 
 def _cause(u: _Unresolved) -> dict:
     """Why the frames of one library have no name, and what makes them resolve."""
-    if u.kernel:
-        return {"cause": "no kernel symbols for the recording's kernel",
-                "fix": "record as root (or lower kernel.kptr_restrict), or pass the recording "
-                       "machine's /proc/kallsyms with --kallsyms"}
-    if not u.library:
-        return {"cause": "address outside every mapping (JIT code or a map recorded too late)",
-                "fix": "for JIT runtimes, enable their perf map (e.g. node --perf-basic-prof) "
-                       "and pass --perf-map-path if it is not in /tmp"}
-    if not u.found:
-        return {"cause": "file not found on this machine",
-                "fix": "pass its directory with --app or --extra, or the recording machine's "
-                       "root with --sysroot"}
-    return {"cause": "found, without symbols or debug info for these addresses",
-            "fix": "install its debug package (-dbgsym / -debuginfo) or set DEBUGINFOD_URLS"}
+    c = cause_of(u.library, u.kernel, u.found)
+    return {"cause": c.cause, "fix": c.fix}
 
 
 def _percent(part: int, whole: int) -> float:

@@ -163,6 +163,7 @@ def test_pt_load_with_distinct_offset_deltas(tmp_path):
 
 
 def test_missing_file_is_reported_once(tmp_path):
+    from perfparser_py import diagnostics
     from perfparser_py import protocol as P
 
     w = PipeWriter()
@@ -174,7 +175,8 @@ def test_missing_file_is_reported_once(tmp_path):
     inp.write_bytes(w.data())
     res = run_parser(["--input", str(inp), "--kallsyms", "/dev/null"], timeout=60)
     assert res.returncode == 0
-    errors = [m for m in P.read_stream(res.stdout).messages if isinstance(m, P.Error)]
+    errors = [m for m in P.read_stream(res.stdout).messages if isinstance(m, P.Error)
+              and not m.message.startswith(diagnostics.PREFIX)]  # the end-of-run report
     assert [e.code for e in errors] == [2]
     assert "/nonexistent/libmissing.so" in errors[0].message
     assert res.stderr.decode().count("MissingElfFile") == 1
