@@ -15,6 +15,8 @@ PREFIX = "Unresolved frames: "  # of the report's Error messages
 
 @dataclass(frozen=True, slots=True)
 class Cause:
+    """Why frames have no name, and what makes them resolve."""
+
     cause: str
     fix: str
 
