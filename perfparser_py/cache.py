@@ -45,7 +45,7 @@ MAX_ENTRY = 64 << 20  # the largest entry read back (docs/robustness.md), and de
 MAX_DECODED = 512 << 20
 # modules whose code decides what an image record holds
 _CODE = ("elf/image.py", "elf/symtab.py", "elf/dwarf.py", "elf/leb128.py", "demangle.py",
-         "cache.py")
+         "demangle_fallback.py", "cache.py")
 
 
 def _code_version() -> str:

@@ -1,7 +1,10 @@
 """Symbol demangling (SEMANTICS §12).
 
 C++ (`_Z…`) goes through libstdc++'s `__cxa_demangle` (called with ctypes), so the text is
-exactly what upstream prints. Rust legacy (`_ZN…17h<16 hex>E`) and v0 (`_R…`) symbols go
+exactly what upstream prints. Where libstdc++ cannot be loaded (a minimal container, a frozen
+build on a host without it), through the cpp_demangle library (demangle_fallback, an optional
+dependency: `pip install perfparser-py[cxx]`), said once on stderr; without either, C++ names
+stay mangled, said once too. Rust legacy (`_ZN…17h<16 hex>E`) and v0 (`_R…`) symbols go
 through the rustc-demangle crate (via pyderust, an optional dependency: `pip install
 perfparser-py[rust]`) in its alternate form, i.e. without the `::h…` hash and crate
 disambiguators — what upstream prints when its rustc-demangle plug-in is installed. Without
@@ -26,10 +29,28 @@ except ImportError:  # no wheel for this machine: the fallback below
 # by a `.llvm.…`-style suffix); C++ names never do, so only these go to the Rust demangler.
 _RUST_LEGACY = re.compile(r"_ZN.*17h[0-9a-f]{16}E(\..*)?")
 
-_cxx: Callable[[bytes], bytes | None] | None = None
+_cxx: Callable[[str], str | None] | None = None
 
 
-def _load_cxx() -> Callable[[bytes], bytes | None]:
+def _load_cxx() -> Callable[[str], str | None]:
+    """The C++ demangler: __cxa_demangle, else the cpp_demangle library (imported only here:
+    a run with libstdc++ never pays for it), else none; the last two said on stderr."""
+    cxa = _load_cxa()
+    if cxa is not None:
+        return cxa
+    try:
+        from .demangle_fallback import demangle as library
+    except ImportError:
+        print("perfparser: C++ names stay mangled: libstdc++ (__cxa_demangle) cannot be loaded "
+              "and cpp-demangle is not installed (install libstdc++6, or pip install "
+              "'perfparser-py[cxx]')", file=sys.stderr)
+        return lambda _mangled: None
+    print("perfparser: libstdc++ (__cxa_demangle) cannot be loaded: C++ names are demangled "
+          "by cpp-demangle, which spells a few differently from c++filt", file=sys.stderr)
+    return library
+
+
+def _load_cxa() -> Callable[[str], str | None] | None:
     """__cxa_demangle by its soname: cxxfilt's find_library spawns ldconfig (~20 ms a run)."""
     import ctypes
 
@@ -39,11 +60,16 @@ def _load_cxx() -> Callable[[bytes], bytes | None]:
         import ctypes.util
 
         name = ctypes.util.find_library("stdc++") or ctypes.util.find_library("c++")
+        if name is None:  # CDLL(None) would be this process, without __cxa_demangle
+            return None
         try:
             libcxx = ctypes.CDLL(name)
-        except (OSError, TypeError):
-            return lambda _mangled: None
-    cxa_demangle = libcxx.__cxa_demangle
+        except OSError:
+            return None
+    try:
+        cxa_demangle = libcxx.__cxa_demangle
+    except AttributeError:  # a C++ runtime without the Itanium ABI's demangler
+        return None
     cxa_demangle.restype = ctypes.c_void_p
     cxa_demangle.argtypes = (ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
                              ctypes.POINTER(ctypes.c_int))
@@ -51,13 +77,19 @@ def _load_cxx() -> Callable[[bytes], bytes | None]:
     free.argtypes = (ctypes.c_void_p,)
     string_at = ctypes.string_at
 
-    def cxx(mangled: bytes) -> bytes | None:
+    def cxx(mangled: str) -> str | None:
+        try:
+            name = mangled.encode()
+        except UnicodeError:  # not UTF-8 (hostile .strtab)
+            return None
         status = ctypes.c_int()
-        out = cxa_demangle(mangled, None, None, ctypes.byref(status))
+        out = cxa_demangle(name, None, None, ctypes.byref(status))
         if not out:
             return None
         try:
-            return string_at(out) if status.value == 0 else None
+            return string_at(out).decode() if status.value == 0 else None
+        except UnicodeError:
+            return None
         finally:
             free(out)
 
@@ -68,11 +100,7 @@ def _cxx_text(mangled: str) -> str | None:
     global _cxx
     if _cxx is None:
         _cxx = _load_cxx()
-    try:
-        out = _cxx(mangled.encode())
-        return None if out is None else out.decode()
-    except UnicodeError:  # not UTF-8 (hostile .strtab)
-        return None
+    return _cxx(mangled)
 
 
 @lru_cache(maxsize=1 << 16)
