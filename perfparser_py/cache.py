@@ -153,8 +153,10 @@ class PersistentCache:
     def save(self) -> None:
         """Write every changed record, then trim the directory to its bound. Never raises
         for file-system trouble: the cache is an optimisation."""
+        from . import demangle
+
         wrote = False
-        if not self._usable():
+        if not self._usable() or demangle.approximate():
             return
         for rec in self._records.values():
             if rec.dirty:

@@ -32,12 +32,10 @@ _RUST_LEGACY = re.compile(r"_ZN.*17h[0-9a-f]{16}E(\..*)?")
 _cxx: Callable[[str], str | None] | None = None
 
 
-def _load_cxx() -> Callable[[str], str | None]:
-    """The C++ demangler: __cxa_demangle, else the cpp_demangle library (imported only here:
-    a run with libstdc++ never pays for it), else none; the last two said on stderr."""
-    cxa = _load_cxa()
-    if cxa is not None:
-        return cxa
+def _load_fallback() -> Callable[[str], str | None]:
+    """The C++ demangler where __cxa_demangle cannot be loaded: the cpp_demangle library
+    (imported only here: a run with libstdc++ never pays for it), else none; said on
+    stderr."""
     try:
         from .demangle_fallback import demangle as library
     except ImportError:
@@ -48,6 +46,16 @@ def _load_cxx() -> Callable[[str], str | None]:
     print("perfparser: libstdc++ (__cxa_demangle) cannot be loaded: C++ names are demangled "
           "by cpp-demangle, which spells a few differently from c++filt", file=sys.stderr)
     return library
+
+
+def approximate() -> bool:
+    """Whether this run's C++ names are not __cxa_demangle's (the fallback's, or mangled):
+    the persistent cache keeps no names of such a run, which a later run with libstdc++
+    would otherwise reuse."""
+    return _cxx is not None and not _exact
+
+
+_exact = False  # _cxx is __cxa_demangle
 
 
 def _load_cxa() -> Callable[[str], str | None] | None:
@@ -97,9 +105,11 @@ def _load_cxa() -> Callable[[str], str | None] | None:
 
 
 def _cxx_text(mangled: str) -> str | None:
-    global _cxx
+    global _cxx, _exact
     if _cxx is None:
-        _cxx = _load_cxx()
+        cxa = _load_cxa()
+        _exact = cxa is not None
+        _cxx = cxa if _exact else _load_fallback()
     return _cxx(mangled)
 
 

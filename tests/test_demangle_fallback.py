@@ -135,3 +135,22 @@ def test_a_run_with_libstdcxx_never_imports_the_library():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout == "foo::bar() False False\n" and done.stderr == ""
+
+
+def test_a_run_without_libstdcxx_stores_no_names_in_the_persistent_cache(without_libstdcxx,
+                                                                         tmp_path: Path):
+    """Its names are the fallback's: a later run with libstdc++ must not reuse them."""
+    from perfparser_py.cache import PersistentCache
+
+    cache = PersistentCache(str(tmp_path / "cache"))
+    rec = cache.record("image", "x")
+    rec.data["names"] = [D.demangle("_ZN3foo3barEv")]
+    rec.dirty = True
+    assert D.approximate()
+    cache.save()
+    assert not any((tmp_path / "cache").glob("*")) if (tmp_path / "cache").exists() else True
+    _reset()
+    D._cxx, D._exact = CXA, True  # libstdc++ again: the same record is stored
+    assert not D.approximate()
+    cache.save()
+    assert any((tmp_path / "cache").glob("*"))
