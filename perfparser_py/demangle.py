@@ -20,10 +20,19 @@ import sys
 from collections.abc import Callable
 from functools import lru_cache
 
-try:
-    import pyderust
-except ImportError:  # no wheel for this machine: the fallback below
-    pyderust = None
+# the pyderust module, imported on the first Rust name (C and C++ programs never pay for
+# it); None where it is not installed (no wheel for this machine): the fallback below
+_NOT_LOADED = object()
+pyderust = _NOT_LOADED
+
+
+def _load_pyderust() -> None:
+    global pyderust
+    try:
+        import pyderust as module
+    except ImportError:
+        module = None
+    pyderust = module
 
 # A legacy Rust symbol ends with a 17-character `h<16 hex>` path element (optionally followed
 # by a `.llvm.…`-style suffix); C++ names never do, so only these go to the Rust demangler.
@@ -119,6 +128,8 @@ def demangle(name: str) -> str:
     if len(name) < 3:
         return name
     if name.startswith("_R") or _RUST_LEGACY.fullmatch(name):
+        if pyderust is _NOT_LOADED:
+            _load_pyderust()
         if pyderust is None:
             return _rust_without_pyderust(name)
         try:

@@ -81,3 +81,15 @@ def test_without_pyderust_legacy_rust_still_demangles_and_v0_warns_once(monkeypa
     assert D._rust_without_pyderust("_RNvCs1234_4main3bar") == "_RNvCs1234_4main3bar"
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pyderust is not installed" in err
+
+
+def test_pyderust_is_imported_on_the_first_rust_name_only():
+    import subprocess
+    import sys
+
+    code = ("import sys; from perfparser_py.demangle import demangle; "
+            "demangle('_ZN3foo3barEv'); print('pyderust' in sys.modules); "
+            "demangle('_RNvCs1234_4main3foo'); print('pyderust' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "True"]
