@@ -9,5 +9,5 @@ cdef class FrameCounts:
     cdef public set pids
     cdef public dict unnamed
 
-    @cython.locals(state=bytearray, n=Py_ssize_t, f=Py_ssize_t)
+    @cython.locals(state=bytearray, n=Py_ssize_t, f=Py_ssize_t, named=int, bits=int)
     cpdef add(self, object frames, Py_ssize_t uses, object pid)

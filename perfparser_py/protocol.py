@@ -662,9 +662,13 @@ class FrameCounts:
         self.pids.add(pid)
         state = self.location_state
         n = len(state)
+        named = NAMED  # a C int when compiled, as are f and bits: the loop stays in C
         for f in frames:
-            if f < 0 or f >= n or not state[f] & NAMED:
-                self.unnamed[f] = self.unnamed.get(f, 0) + uses
+            if 0 <= f < n:
+                bits = state[f]
+                if bits & named:
+                    continue
+            self.unnamed[f] = self.unnamed.get(f, 0) + uses
 
 
 # -------------------------------------------------------------------------------- writer
