@@ -43,9 +43,10 @@ DEFAULT_MAX_BYTES = 256 << 20
 _SUFFIX = ".ppc"
 MAX_ENTRY = 64 << 20  # the largest entry read back (docs/robustness.md), and decompressed:
 MAX_DECODED = 512 << 20
-# modules whose code decides what an image record holds
+# modules whose code decides what a record holds: an image's (symbols, names, lines,
+# scopes) or a kallsyms file's
 _CODE = ("elf/image.py", "elf/symtab.py", "elf/dwarf.py", "elf/leb128.py", "demangle.py",
-         "demangle_fallback.py", "cache.py")
+         "demangle_fallback.py", "kernel.py", "cache.py")
 
 
 def _code_version() -> str:

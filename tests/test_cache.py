@@ -205,3 +205,20 @@ def test_kallsyms_answers_from_the_record(corpus_dir: Path, tmp_path: Path) -> N
             cache.save()
     finally:
         set_current(None)
+
+
+def test_the_code_version_covers_every_module_that_fills_records():
+    """A record is valid only for the code that computed it: every module that reads or
+    fills one (image.cache, cache.current()) changes the version when it changes."""
+    import re
+    from pathlib import Path
+
+    from perfparser_py import cache
+
+    package = Path(cache.__file__).resolve().parent
+    assert all((package / rel).is_file() for rel in cache._CODE)
+    fills = {str(p.relative_to(package)) for p in package.rglob("*.py")
+             if re.search(r"\bimage\.cache\b|= self\.cache$|from \.+cache import current",
+                          p.read_text(), re.M)}
+    fills -= {"elf/finder.py"}  # it makes the records' keys, not their contents
+    assert fills and fills <= set(cache._CODE), fills - set(cache._CODE)
