@@ -12,11 +12,9 @@ import gc
 import os
 import sys
 
-APP_VERSION = "10.0"  # upstream's, whose command line and stream this follows
+from .exitcodes import CANNOT_OPEN, DATA_ERROR, INVALID_OPTION, NO_ERROR, TCP_SOCKET_ERROR
 
-# exit codes (CLI.md §5)
-NO_ERROR, TCP_SOCKET_ERROR, CANNOT_OPEN, BAD_MAGIC, HEADER_ERROR = 0, 1, 2, 3, 4
-DATA_ERROR, MISSING_DATA, INVALID_OPTION, BUFFERING_ERROR = 5, 6, 7, 8
+APP_VERSION = "10.0"  # upstream's, whose command line and stream this follows
 
 _VALUE_OPTIONS = {
     "input": "Path to perf data file to be parsed (or the first argument). If not given, "

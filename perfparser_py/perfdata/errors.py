@@ -1,10 +1,9 @@
 """The one exception type of the perf.data layer, carrying perfparser's exit code (CLI.md §5)."""
 
-TCP_SOCKET_ERROR = 1
-CANNOT_OPEN = 2
-HEADER_ERROR = 4
-DATA_ERROR = 5
-BUFFERING_ERROR = 8
+from ..exitcodes import BUFFERING_ERROR, CANNOT_OPEN, DATA_ERROR, HEADER_ERROR, TCP_SOCKET_ERROR
+
+__all__ = ["BUFFERING_ERROR", "CANNOT_OPEN", "DATA_ERROR", "HEADER_ERROR", "TCP_SOCKET_ERROR",
+           "PerfDataError"]
 
 
 class PerfDataError(Exception):
