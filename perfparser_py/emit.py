@@ -7,6 +7,7 @@ this module deals in Python values; only here do they become ids and messages.
 
 from __future__ import annotations
 
+from .perfdata.attr import TYPE_TRACEPOINT
 from .protocol import HAS_SYMBOL, NAMED, StreamWriter
 
 # Location key: (address, rel_addr, file, pid, line, column, module, scope). The parent is
@@ -131,7 +132,7 @@ class AttributeTable:
         """Register an attr under a name for the given sample ids (plus the implicit id 0).
 
         Returns True when a new attribute id was assigned (and announced)."""
-        if attr.type == 2:
+        if attr.type == TYPE_TRACEPOINT:
             self.tracepoint_seen = True
         fresh = [i for i in (*ids, 0) if i not in self._by_id]
         if not fresh:

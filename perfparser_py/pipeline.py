@@ -19,7 +19,7 @@ from .jitdump import JitDumps
 from .kernel import KernelSymbols
 from .ordering import MMAP, TASK, EventQueue
 from .perfdata import events as ev
-from .perfdata.attr import generated_name
+from .perfdata.attr import TYPE_TRACEPOINT, generated_name
 from .perfdata.errors import PerfDataError
 from .perfdata.fast import FusedSample
 from .perfdata.records import KSYMBOL_UNREGISTER
@@ -28,7 +28,6 @@ from .symbolize import Symbolizer
 from .unwind.framepointer import callchain_frames
 
 CPUMODE_MASK, CPUMODE_USER = 7, 2
-TRACEPOINT = 2
 _UNWIND_HERE = object()  # Sink.full_sample: no outcome given
 
 
@@ -341,7 +340,7 @@ class Sink(Spaces):
         else:
             values = [(attrs.attribute_id(e.id or 0), e.period or 0)]
         attr = e.attr
-        if attr.type == TRACEPOINT:
+        if attr.type == TYPE_TRACEPOINT:
             format_id, trace_data = self.tracepoints.trace_data(attr.config, e.raw,
                                                                 attr.big_endian)
             self.writer.tracepoint_sample(pid, e.tid, e.time, e.cpu, frames, guessed, values,
@@ -436,7 +435,7 @@ class Run:
         """perf's name for an attr that came without one; a tracepoint's is `system:name`
         from the tracing data (pipe mode sends it before the attrs' first use)."""
         tracepoint = None
-        if attr.type == TRACEPOINT and not self.stats_mode:
+        if attr.type == TYPE_TRACEPOINT and not self.stats_mode:
             fmt = self.sink.tracepoints.formats.get(attr.config)
             if fmt is not None:
                 tracepoint = (fmt.system + b":" + fmt.name).decode("utf-8", "replace")
@@ -518,7 +517,7 @@ def order_hooks(queue: EventQueue, e) -> None:
     """What an event outside the queue changes in the queue's flushing mode."""
     kind = type(e)
     if kind is ev.AttrEvent:
-        if e.attr.type == TRACEPOINT:
+        if e.attr.type == TYPE_TRACEPOINT:
             queue.tracepoint_registered()
     elif kind is ev.FeaturesEvent:
         queue.perf_version(e.features.version)

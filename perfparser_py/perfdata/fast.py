@@ -23,6 +23,7 @@ from .attr import (
     SAMPLE_STACK_USER,
     SAMPLE_TRANSACTION,
     SAMPLE_WEIGHT,
+    TYPE_TRACEPOINT,
     PerfEventAttr,
 )
 from .records import MISC_MMAP_BUILD_ID, MISC_MMAP_DATA, PROT_EXEC, PROT_READ
@@ -32,7 +33,6 @@ _SampleEvent = ev.SampleEvent
 _ZERO = (0,)  # appended so that index -1 (field absent) reads 0
 _NO_TRAILER = (0, 0, 0, 0)
 _NOT_FUSED = SAMPLE_READ | SAMPLE_RAW | SAMPLE_BRANCH_STACK | SAMPLE_REGS_USER | SAMPLE_STACK_USER
-_TRACEPOINT = 2
 _STACKED = SAMPLE_REGS_USER | SAMPLE_STACK_USER  # fused() makes a SampleEvent decoder
 _NOT_STACKED = SAMPLE_READ | SAMPLE_RAW | SAMPLE_BRANCH_STACK
 
@@ -217,7 +217,7 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
         None if attr has fields that need the full decoder. Same checks and errors as
         sample()."""
         st = attr.sample_type
-        if attr.type == _TRACEPOINT:
+        if attr.type == TYPE_TRACEPOINT:
             return None
         if st & _NOT_FUSED:
             if st & _STACKED == _STACKED and not st & _NOT_STACKED:
