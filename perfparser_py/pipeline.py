@@ -12,7 +12,6 @@ import os
 import sys
 
 from .diagnostics import end_of_run, missing_sysroot, report
-from .elf.image import ElfImage
 from .elf.vdso import VDSO_NAME
 from .emit import AttributeTable, Emitter
 from .jitdump import JitDumps
@@ -79,8 +78,7 @@ class Spaces:
         elif not is_special(path):
             if e.pid == KERNEL_PID:
                 # kernel modules: only the sysroot copy, and only if it is an ELF
-                local = self.options.sysroot + path.decode("utf-8", "surrogateescape")
-                image = ElfImage.open(local)
+                local, image = self.finder.find_kernel_module(path)
                 if image is None:
                     local = None
             else:
