@@ -17,6 +17,24 @@ HOT = {records.SAMPLE: "sample", records.MMAP: "mmap", records.MMAP2: "mmap2",
        records.COMM: "comm", records.FORK: "fork", records.EXIT: "exit"}
 
 
+def _inflate_across_frames():
+    """decompress(data) for one zstd stream of frames fed in pieces: decompressobj stops at a
+    frame's end (read_across_frames=True needs zstandard 0.22), so a new one takes the rest."""
+    dobj = zstandard.ZstdDecompressor().decompressobj()
+
+    def decompress(data: bytes) -> bytes:
+        nonlocal dobj
+        out = b""
+        while data:
+            if dobj.eof:
+                dobj = zstandard.ZstdDecompressor().decompressobj()
+            out += dobj.decompress(data)
+            data = dobj.unused_data if dobj.eof else b""
+        return out
+
+    return decompress
+
+
 def raw_records(buf, big_endian: bool):
     """(buffer, record offset, type, misc, size) of every record, decompressing on the way."""
     e = ">" if big_endian else "<"
@@ -25,7 +43,7 @@ def raw_records(buf, big_endian: bool):
     else:
         off, size = struct.unpack_from(e + "QQ", buf, 40)
         regions = [(buf, off, off + size)]
-    dctx = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+    decompress = _inflate_across_frames()
     pending = b""
     while regions:
         region, pos, end = regions.pop(0)
@@ -34,7 +52,7 @@ def raw_records(buf, big_endian: bool):
             if pos + size > end:
                 break
             if rtype == records.COMPRESSED:
-                pending += dctx.decompress(bytes(region[pos + 8:pos + size]))
+                pending += decompress(bytes(region[pos + 8:pos + size]))
                 regions.insert(0, (memoryview(pending), 0, len(pending)))
                 regions.insert(1, (region, pos + size, end))
                 pending = b""
