@@ -4,7 +4,7 @@ The modules (pyproject.toml's [tool.perfparser-py] compiled) stay plain .py file
 pure-Python mode, their C types in .pxd files beside them, so a machine where a module does
 not compile still gets a working install: that module is left out with one warning and its
 .py runs instead. `perfparser --version` says which core runs; PERFPARSER_PY_PURE=1 picks the
-.py files anyway.
+.py files anyway, and given to the build it compiles nothing: a pure py3-none-any wheel.
 """
 
 import glob
@@ -56,6 +56,8 @@ class OptionalBuildExt(build_ext):
 
 
 def _extensions() -> list:
+    if os.environ.get("PERFPARSER_PY_PURE") == "1":  # the pure wheel, for any machine
+        return []
     with open("pyproject.toml", "rb") as f:
         modules = tomllib.load(f)["tool"]["perfparser-py"]["compiled"]
     try:
