@@ -311,6 +311,11 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
             return CANNOT_OPEN
         if os.environ.get("PERFPARSER_TRACEBACK"):
             raise
+        from .dependencies import problem
+
+        if missing := problem():  # a library missing or too old, not a bug of ours
+            _error(missing)
+            return INVALID_OPTION
         _error(f"internal error, please report: {type(err).__name__}: {err} "
                "(set PERFPARSER_TRACEBACK=1 for details)")
         return DATA_ERROR
