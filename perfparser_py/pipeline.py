@@ -82,6 +82,10 @@ class Spaces:
                 if image is None:
                     local = None
             else:
+                if e.build_id and path not in self.finder.build_ids:
+                    # perf record --buildid-mmap: the mapping names its file's build id, which
+                    # picks the right copy as the header's build-id table does
+                    self.finder.build_ids[path] = e.build_id
                 local, image = self.finder.find(path)
                 if image is None and not os.path.exists(local):
                     self._missing(path)

@@ -66,13 +66,20 @@ class PipeWriter:
         self._record(REC_EXIT, 0, body)
 
     def mmap2(self, pid: int, addr: int, length: int, pgoff: int, path: bytes, time: int,
-              prot: int = 5) -> None:
+              prot: int = 5, build_id: bytes | None = None) -> None:
+        """MMAP2; with `build_id`, in place of the device and inode fields as perf record
+        --buildid-mmap writes it (PERF_RECORD_MISC_MMAP_BUILD_ID)."""
+        if build_id is None:
+            ids, misc = struct.pack("<IIQQ", 0, 0, 0, 0), 0x2  # misc: user
+        else:
+            ids, misc = struct.pack("<BxH20s", len(build_id), 0, build_id), 0x2 | 1 << 14
         body = (
-            struct.pack("<iiQQQIIQQII", pid, pid, addr, length, pgoff, 0, 0, 0, 0, prot, 2)
+            struct.pack("<iiQQQ", pid, pid, addr, length, pgoff) + ids
+            + struct.pack("<II", prot, 2)
             + _pad(path)
             + self._trailer(pid, pid, time)
         )
-        self._record(REC_MMAP2, 0x2, body)  # misc: user
+        self._record(REC_MMAP2, misc, body)
 
     def record(self, rtype: int, body: bytes, pid: int = -1, tid: int = -1, time: int = 0,
                misc: int = 0, sample_id: bool = True) -> None:

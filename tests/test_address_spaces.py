@@ -236,3 +236,35 @@ def test_executable_mapped_a_second_time_is_its_own_module(tmp_path):
     assert _symbols_of(w.data(), tmp_path) == [
         (500, at_text_start, "twice"), (500, "far_fn", "twice"), (500, "far_fn", "twice"),
         (500, "far_fn", "twice")]
+
+
+def test_an_mmap2_build_id_picks_the_matching_copy(tmp_path):
+    """perf record --buildid-mmap: the MMAP2 carries its file's build id. Of two copies of a
+    library found by name, the one with that build id is used, as with the header's table."""
+    from perfparser_py.elf.image import ElfImage
+
+    copies = {}
+    for name, fn in (("a", "alpha_fn"), ("b", "beta_fn")):
+        d = tmp_path / name
+        d.mkdir()
+        lib, syms = _build(d, "libx.so", f"int {fn}(int n){{return n*7+1;}}\n", "-shared",
+                           "-fPIC", "-Wl,--build-id")
+        copies[name] = (lib, syms[fn], ElfImage.open(str(lib)).build_id)
+    lib_b, beta, bid_b = copies["b"]
+    assert copies["a"][2] != bid_b
+
+    def run(build_id):
+        w = PipeWriter()
+        w.comm(300, 300, b"prog", 1)
+        w.mmap2(300, LIB, 0x5000, 0, b"/usr/lib/libx.so", 1, build_id=build_id)
+        w.sample(300, 300, 10, LIB + beta)
+        inp = tmp_path / "in.data"
+        inp.write_bytes(w.data())
+        res = run_parser(["--input", str(inp), "--extra", f"{tmp_path / 'a'}:{tmp_path / 'b'}",
+                          "--kallsyms", "/dev/null", "--no-cache"], timeout=60)
+        assert res.returncode == 0, res.stderr.decode()
+        samples, _ = decode(res.stdout)
+        return samples[0].frames[0].sym
+
+    assert run(bid_b) == "beta_fn"
+    assert run(None) != "beta_fn"  # by name alone the first copy (a's) is taken
