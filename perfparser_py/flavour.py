@@ -61,10 +61,10 @@ def choose_flavour(cli_value: str | None, env: Mapping[str, str]) -> str:
                 choices = ", ".join((AUTO, *FLAVOURS))
                 raise FlavourError(f"{source}: unknown protocol {value!r} (choose from {choices})")
             return value
-    return detect_flavour(env)
+    return launcher_flavour(env)
 
 
-def detect_flavour(env: Mapping[str, str], pid: int | None = None) -> str:
+def launcher_flavour(env: Mapping[str, str], pid: int | None = None) -> str:
     """Flavour of the hotspot that launched process `pid` (default: us), else "current"."""
     try:
         exe = find_launcher(os.getpid() if pid is None else pid)
