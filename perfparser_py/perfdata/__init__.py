@@ -23,11 +23,11 @@ from .events import (
     TimeConvEvent,
     TracingDataEvent,
 )
-from .features import Features
+from .features import HeaderFeatures
 from .reader import PerfReader
 
 __all__ = [
-    "AttrEvent", "CommEvent", "DataStartEvent", "ExitEvent", "Features", "FeaturesEvent",
+    "AttrEvent", "CommEvent", "DataStartEvent", "ExitEvent", "FeaturesEvent", "HeaderFeatures",
     "FinishedInitEvent", "FinishedRoundEvent", "ForkEvent", "JitCodeEvent", "KsymbolEvent",
     "LostEvent", "LostSamplesEvent", "MmapEvent", "PerfDataError", "PerfEventAttr",
     "PerfReader", "ProgressEvent", "SampleEvent", "SwitchEvent", "TimeConvEvent",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..tuples import named_tuple
 from .attr import PerfEventAttr
-from .features import Features
+from .features import HeaderFeatures
 
 
 @named_tuple
@@ -17,7 +17,7 @@ class AttrEvent:
 
 @named_tuple
 class FeaturesEvent:
-    features: Features
+    features: HeaderFeatures
 
 
 @named_tuple

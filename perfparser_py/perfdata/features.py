@@ -1,5 +1,5 @@
 """Feature sections of file-mode perf.data (SEMANTICS §2.3): construct declarations and the
-Features dataclass the reader fills from them."""
+HeaderFeatures dataclass the reader fills from them."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ def feature_structs(big_endian: bool) -> dict[int, Construct]:
 
 
 @dataclass(slots=True)
-class Features:
+class HeaderFeatures:
     """The feature sections of a file-mode recording that the pipeline uses."""
 
     hostname: bytes | None = None
@@ -184,7 +184,7 @@ _STRINGS = {FEAT_HOSTNAME: "hostname", FEAT_OSRELEASE: "osrelease", FEAT_VERSION
             FEAT_ARCH: "arch", FEAT_CPUDESC: "cpudesc", FEAT_CPUID: "cpuid"}
 
 
-def _apply(f: Features, bit: int, v) -> None:
+def _apply(f: HeaderFeatures, bit: int, v) -> None:
     if bit in _STRINGS:
         setattr(f, _STRINGS[bit], v)
     elif bit == h.FEAT_BUILD_ID:
@@ -211,10 +211,10 @@ def _apply(f: Features, bit: int, v) -> None:
         f.compressed = (v.version, v.type, v.level, v.ratio, v.mmap_len)
 
 
-def parse_features(buf, bits: list[int], table_offset: int, big_endian: bool) -> Features:
+def parse_features(buf, bits: list[int], table_offset: int, big_endian: bool) -> HeaderFeatures:
     """Read the feature sections whose descriptors start at table_offset. A feature that is
     missing or malformed only costs a warning, like upstream."""
-    f = Features()
+    f = HeaderFeatures()
     structs = feature_structs(big_endian)
     sec = h.section_struct(big_endian)
     cut: list[int] = []  # features a file cut short lost: one warning names them all
