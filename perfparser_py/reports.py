@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .diagnostics import KERNEL_BINARY, cause_of
-from .textdump import StreamState
+from .stream_state import StreamState
 
 UNKNOWN = "??"
 
