@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
 
             if is_saved_stream(options.input):
                 return _pass_through(options.input, out, options.protocol)
-        from .pipeline import run
+        from .run import run
 
         gc.freeze()  # module-level objects of the imports: never garbage, never rescanned
         return run(options, out, worker, _LEFT_FOR_EXIT if exiting else None)

@@ -1,6 +1,7 @@
 """One run: reader events -> ordering -> session -> unwind -> symbolize -> emit.
 
-`run()` wires the stages for the options of one command line. The reader's events go either
+`Run` wires the stages for the options of one command line (run.py decides whether it is fed
+serially, Run.read, or by a split run, parallel.py). The reader's events go either
 straight to the emitter (definitions that upstream sends at parse time: attributes,
 features, progress, COMM strings) or through the time-ordering queue, whose sink (`Sink`)
 applies mmaps and task events to the session and turns samples into frames and messages.
@@ -19,7 +20,6 @@ from .kernel import KernelSymbols
 from .ordering import MMAP, TASK, EventQueue
 from .perfdata import events as ev
 from .perfdata.attr import TYPE_TRACEPOINT, generated_name
-from .perfdata.errors import PerfDataError
 from .perfdata.fast import FusedSample
 from .perfdata.records import KSYMBOL_UNREGISTER
 from .session import KERNEL_PID, MISC_COMM_EXEC, Mapping, Session, SymbolMapping, is_special
@@ -397,6 +397,14 @@ class Run:
         self.jit = JitDumps(options.perf_map_path, options.input)
         self.sink.set_arch(self.arch_name)
 
+    def read(self, source) -> None:
+        """Serial path: every event of `source` (a source.py source) as the reader yields it."""
+        from .perfdata.reader import PerfReader
+
+        reader_event = self.reader_event
+        for e in PerfReader(source, fused=True).events():
+            reader_event(e)
+
     def reader_event(self, e) -> None:
         """Serial path: one event as the reader yields it."""
         if not enqueue(self.queue, e, self.comm_string, self.jit):
@@ -530,36 +538,6 @@ def features_arch(f, arch_name: str, finder) -> str:
     the finder; returns the architecture name (the ARCH feature when present)."""
     finder.build_ids.update({fn: bid for _pid, bid, fn in f.build_ids})
     return f.arch.decode("ascii", "replace") if f.arch else arch_name
-
-
-def run(options, out, kallsyms_worker=None, keep: list | None = None) -> int:
-    """Process one input according to `options`, writing to the binary stream `out`;
-    `kallsyms_worker` (a kernel.KallsymsWorker) may be parsing the kernel's symbols; the
-    run's state goes into `keep` when given (the caller frees it, or exits without)."""
-    from . import parallel
-    from .perfdata.reader import PerfReader
-    from .source import open_source
-
-    r = Run(options, out, kallsyms_worker)
-    if keep is not None:
-        keep.append(r)
-    code = 0
-    try:
-        try:
-            source = open_source(options.input, options.host, options.port)
-            if parallel.wanted(r, source):
-                code = parallel.run_split(r, source)
-            else:
-                reader_event = r.reader_event
-                for e in PerfReader(source, fused=True).events():
-                    reader_event(e)
-        except PerfDataError as err:
-            print(f"perfparser: {err}", file=sys.stderr)
-            code = err.exit_code
-        return r.finish(code)
-    except Exception:
-        r.salvage()  # the samples before a bug of ours are not lost; cli.main reports it
-        raise
 
 
 def _features_message(f, arch_name: str):

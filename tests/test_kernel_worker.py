@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from perfparser_py import cache, cpus, kernel, pipeline
+from perfparser_py import cache, cpus, kernel
 from perfparser_py.cli import make_options, parse_args
 from perfparser_py.kernel import Kallsyms, KallsymsError, KallsymsWorker, likely_path
+from perfparser_py.run import run
 from tests.corpus.expect import CORPUS, case_options
 from tests.test_kernel_fast import random_kallsyms
 
@@ -172,7 +173,7 @@ def test_runs_with_a_worker_write_what_runs_without_write(monkeypatch, data: Pat
     monkeypatch.setenv("PERFPARSER_NO_CACHE", "1")
     options = make_options(parse_args(["--input", str(data), *case_options(data.parent)]))
     plain = io.BytesIO()
-    assert pipeline.run(options, plain) == 0
+    assert run(options, plain) == 0
     stream, path, asked = run_with_worker(monkeypatch, options)
     assert stream == plain.getvalue()
     if b"[kernel.kallsyms]" in plain.getvalue():
@@ -190,7 +191,7 @@ def run_with_worker(monkeypatch, options) -> tuple[bytes, str, list[str]]:
                         lambda self, p: asked.append(p) or real_table(self, p))
     out = io.BytesIO()
     try:
-        assert pipeline.run(options, out, worker) == 0
+        assert run(options, out, worker) == 0
     finally:
         worker.close()
     return out.getvalue(), path, asked

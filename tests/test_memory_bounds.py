@@ -13,6 +13,7 @@ import pytest
 
 from perfparser_py import parallel, pipeline, protocol, symbolize
 from perfparser_py.cli import make_options, parse_args
+from perfparser_py.run import run
 from tests.synth import PipeWriter
 
 PROCESSES = 30
@@ -50,7 +51,7 @@ def _run(path: Path, split: str, monkeypatch) -> tuple[bytes, pipeline.Sink]:
     monkeypatch.setenv("PERFPARSER_PY_SPLIT", split)
     out = io.BytesIO()
     keep: list = []
-    assert pipeline.run(make_options(parse_args(["--input", str(path)])), out, keep=keep) == 0
+    assert run(make_options(parse_args(["--input", str(path)])), out, keep=keep) == 0
     return out.getvalue(), keep[0].sink
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from perfparser_py import parallel, pipeline
 from perfparser_py.kernel import _read_to_end
+from perfparser_py.run import run
 from perfparser_py.cli import make_options, parse_args
 from tests.corpus.expect import CORPUS, case_options
 
@@ -64,7 +65,7 @@ def _run_in_process(monkeypatch, data: Path) -> tuple[int, bytes]:
     monkeypatch.setenv("PERFPARSER_PY_SPLIT", "1")
     out = io.BytesIO()
     options = make_options(parse_args(["--input", str(data), *case_options(data.parent)]))
-    code = pipeline.run(options, out)
+    code = run(options, out)
     return code, out.getvalue()
 
 
@@ -128,7 +129,7 @@ def test_numbered_chains_follow_every_invalidation(tmp_path, monkeypatch, chain_
     for split in ("0", "1"):
         monkeypatch.setenv("PERFPARSER_PY_SPLIT", split)
         out = io.BytesIO()
-        code = pipeline.run(make_options(parse_args(["--input", str(path)])), out)
+        code = run(make_options(parse_args(["--input", str(path)])), out)
         outputs.append((code, out.getvalue()))
     assert outputs[0] == outputs[1]
     assert outputs[0][0] == 0 and len(outputs[0][1]) > 1000

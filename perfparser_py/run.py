@@ -1,0 +1,36 @@
+"""One command line's run: the stages (pipeline.Run) fed serially or by a split run
+(parallel.py), and what ends it either way."""
+
+from __future__ import annotations
+
+import sys
+
+from .perfdata.errors import PerfDataError
+
+
+def run(options, out, kallsyms_worker=None, keep: list | None = None) -> int:
+    """Process one input according to `options`, writing to the binary stream `out`;
+    `kallsyms_worker` (a kernel.KallsymsWorker) may be parsing the kernel's symbols; the
+    run's state goes into `keep` when given (the caller frees it, or exits without)."""
+    from . import parallel
+    from .pipeline import Run
+    from .source import open_source
+
+    r = Run(options, out, kallsyms_worker)
+    if keep is not None:
+        keep.append(r)
+    code = 0
+    try:
+        try:
+            source = open_source(options.input, options.host, options.port)
+            if parallel.wanted(r, source):
+                code = parallel.run_split(r, source)
+            else:
+                r.read(source)
+        except PerfDataError as err:
+            print(f"perfparser: {err}", file=sys.stderr)
+            code = err.exit_code
+        return r.finish(code)
+    except Exception:
+        r.salvage()  # the samples before a bug of ours are not lost; cli.main reports it
+        raise
