@@ -25,6 +25,7 @@ from .perfdata.records import KSYMBOL_UNREGISTER
 from .session import KERNEL_PID, MISC_COMM_EXEC, Mapping, Session, SymbolMapping, is_special
 from .symbolize import Symbolizer
 from .unwind.framepointer import callchain_frames
+from .unwind.history import History
 
 CPUMODE_MASK, CPUMODE_USER = 7, 2
 _UNWIND_HERE = object()  # Sink.full_sample: no outcome given
@@ -148,8 +149,11 @@ class Spaces:
         module_at = proc.module_at
         if module_at is None:  # one per process: made per sample, it was ~1 % of a DWARF run
             module_at = proc.module_at = self._module_lookup(proc.space)
+        history = proc.history
+        if history is None:
+            history = proc.history = History()
         return self.unwinder[0](self.arch, e.regs_abi, e.regs, e.attr.sample_regs_user, e.stack,
-                                module_at, proc.history, limit,
+                                module_at, history, limit,
                                 self.session.kernel_range, proc.unwind_steps)
 
     def _module_lookup(self, space):

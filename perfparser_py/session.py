@@ -18,8 +18,6 @@ from __future__ import annotations
 import bisect
 import os
 
-from .unwind.history import History
-
 MISC_COMM_EXEC = 0x2000  # PERF_RECORD_MISC_COMM_EXEC
 MISC_FORK_EXEC = 0x2000  # PERF_RECORD_MISC_FORK_EXEC (same bit, other record type)
 KERNEL_PID = -1
@@ -192,7 +190,9 @@ class Process:
         self.space = space if space is not None else AddressSpace()
         self.first_image = None  # first ELF mapped: picks the unwinder's machine
         self.cache: dict[int, int] = {}  # ip -> location id for addresses outside mappings
-        self.history = History()  # stack words seen in earlier samples
+        # the DWARF unwinder's own state (stack words seen in earlier samples), made and
+        # read only by it: an unwind.history.History from its first use
+        self.history = None
         self.perf_map = None  # PerfMap | None, opened lazily by the symbolizer
         # callchain -> location ids, valid while neither this space nor the kernel's changes
         self.chains: dict[tuple, list[int]] = {}
