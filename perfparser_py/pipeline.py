@@ -21,8 +21,7 @@ from .ordering import MMAP, TASK, EventQueue
 from .perfdata import events as ev
 from .perfdata.attr import TYPE_TRACEPOINT, generated_name
 from .perfdata.fast import FusedSample
-from .perfdata.records import KSYMBOL_UNREGISTER
-from .session import KERNEL_PID, MISC_COMM_EXEC, Mapping, Session, SymbolMapping, is_special
+from .session import KERNEL_PID, Session, is_special
 from .symbolize import Symbolizer
 from .unwind.framepointer import callchain_frames
 from .unwind.history import History
@@ -63,64 +62,33 @@ class Spaces:
         self._cfi: dict[int, object] = {}
 
     def mmap(self, e) -> None:
-        kind = type(e)
-        if kind is ev.KsymbolEvent:
-            self.ksymbol(e)
-            return
-        if kind is ev.JitCodeEvent:
-            self.session.add_mapping(e.pid, SymbolMapping(e.addr, e.addr + e.len, e.name, e.dump,
-                                                          e.lines, e.code_index))
-            return
-        path = e.filename
-        local = image = None
-        bias = None
-        if path == VDSO_NAME:
-            local, image = self.finder.find_vdso(e.build_id)
-        elif not is_special(path):
-            if e.pid == KERNEL_PID:
-                # kernel modules: only the sysroot copy, and only if it is an ELF
-                local, image = self.finder.find_kernel_module(path)
-                if image is None:
-                    local = None
-            else:
-                if e.build_id and path not in self.finder.build_ids:
-                    # perf record --buildid-mmap: the mapping names its file's build id, which
-                    # picks the right copy as the header's build-id table does
-                    self.finder.build_ids[path] = e.build_id
-                local, image = self.finder.find(path)
-                if image is None and not os.path.exists(local):
-                    self._missing(path)
-        if image is not None:
-            bias = image.load_bias(e.addr, e.pgoff, e.prot)
-            if bias is None:
-                image = None  # no PT_LOAD covers this piece: not code we can place
-        proc = self.session.process(e.pid)
-        base = proc.space.base_for(path, e.addr, bias) if e.pgoff else e.addr
-        self.session.add_mapping(
-            e.pid, Mapping(e.addr, e.addr + e.len, e.pgoff, path, local, image, bias, base)
-        )
+        self.session.mmap(e, self._find_elf)
 
-    def ksymbol(self, e) -> None:
-        """Kernel code named by a KSYMBOL record: a map of its own, or gone (as perf does)."""
-        if e.flags & KSYMBOL_UNREGISTER:
-            self.session.remove_kernel_range(e.addr, e.addr + e.len)
-        else:
-            self.session.add_mapping(KERNEL_PID, SymbolMapping(e.addr, e.addr + e.len, e.name))
+    def _find_elf(self, pid: int, path: bytes, build_id: bytes | None):
+        """The file behind a mapping of `path` in process `pid`, for Session.mmap: (the local
+        candidate path, its ElfImage), each None when there is none."""
+        if path == VDSO_NAME:
+            return self.finder.find_vdso(build_id)
+        if is_special(path):
+            return None, None
+        if pid == KERNEL_PID:
+            # kernel modules: only the sysroot copy, and only if it is an ELF
+            local, image = self.finder.find_kernel_module(path)
+            return (local, image) if image is not None else (None, None)
+        if build_id and path not in self.finder.build_ids:
+            # perf record --buildid-mmap: the mapping names its file's build id, which picks
+            # the right copy as the header's build-id table does
+            self.finder.build_ids[path] = build_id
+        local, image = self.finder.find(path)
+        if image is None and not os.path.exists(local):
+            self._missing(path)
+        return local, image
 
     def _missing(self, path: bytes) -> None:
         """An mmapped file that is not on this machine (the Sink reports it)."""
 
     def task(self, item) -> None:
-        e = item[0]
-        kind = type(e)
-        if kind is ev.ForkEvent:
-            self.session.fork(e.pid, e.ppid, e.time or e.record_time, e.misc)
-        elif kind is ev.ExitEvent:
-            if e.pid == e.tid:
-                self.session.exit(e.pid)
-        elif kind is ev.CommEvent:
-            if e.misc & MISC_COMM_EXEC and e.pid == e.tid:
-                self.session.exec(e.pid)
+        self.session.task(item[0])
 
     def unwind_outcome(self, e, proc, recorded: int):
         """What DWARF unwinding of a full SampleEvent gives: None when it has no user stack,

@@ -1,5 +1,8 @@
 """Processes and their address spaces, rebuilt from FORK / COMM / EXIT / MMAP records.
 
+Session.mmap and Session.task are the one place where a time-ordered record changes a process
+or an address space; the file behind a mapping is looked up by the caller's find_elf.
+
 The rules (DESIGN.md decision 6) are what the kernel did, not what upstream perfparser does:
 * a FORK that perf synthesized for an already running process (time 0, FORK_EXEC misc bit,
   or a child that already has mappings) only creates the process; it never replaces the
@@ -17,6 +20,9 @@ from __future__ import annotations
 
 import bisect
 import os
+
+from .perfdata import events as ev
+from .perfdata.records import KSYMBOL_UNREGISTER
 
 MISC_COMM_EXEC = 0x2000  # PERF_RECORD_MISC_COMM_EXEC
 MISC_FORK_EXEC = 0x2000  # PERF_RECORD_MISC_FORK_EXEC (same bit, other record type)
@@ -258,6 +264,47 @@ class Session:
             self.exited[pid] = proc
             if len(self.exited) > MAX_EXITED:
                 del self.exited[next(iter(self.exited))]
+
+    def mmap(self, e, find_elf) -> None:
+        """What a time-ordered MMAP / MMAP2, KSYMBOL or jitdump code event (jitdump.py) maps.
+        find_elf(pid, path, build_id) -> (local path, ElfImage), each None when there is
+        none, looks the file up."""
+        kind = type(e)
+        if kind is ev.KsymbolEvent:
+            # kernel code named by a KSYMBOL record: a map of its own, or gone (as perf does)
+            if e.flags & KSYMBOL_UNREGISTER:
+                self.remove_kernel_range(e.addr, e.addr + e.len)
+            else:
+                self.add_mapping(KERNEL_PID, SymbolMapping(e.addr, e.addr + e.len, e.name))
+            return
+        if kind is ev.JitCodeEvent:
+            self.add_mapping(e.pid, SymbolMapping(e.addr, e.addr + e.len, e.name, e.dump,
+                                                  e.lines, e.code_index))
+            return
+        path = e.filename
+        local, image = find_elf(e.pid, path, e.build_id)
+        bias = None
+        if image is not None:
+            bias = image.load_bias(e.addr, e.pgoff, e.prot)
+            if bias is None:
+                image = None  # no PT_LOAD covers this piece: not code we can place
+        proc = self.process(e.pid)
+        base = proc.space.base_for(path, e.addr, bias) if e.pgoff else e.addr
+        self.add_mapping(
+            e.pid, Mapping(e.addr, e.addr + e.len, e.pgoff, path, local, image, bias, base)
+        )
+
+    def task(self, e) -> None:
+        """What a time-ordered FORK, EXIT or COMM event does to the processes."""
+        kind = type(e)
+        if kind is ev.ForkEvent:
+            self.fork(e.pid, e.ppid, e.time or e.record_time, e.misc)
+        elif kind is ev.ExitEvent:
+            if e.pid == e.tid:  # a thread's exit ends nothing of its process
+                self.exit(e.pid)
+        elif kind is ev.CommEvent:
+            if e.misc & MISC_COMM_EXEC and e.pid == e.tid:
+                self.exec(e.pid)
 
     def add_mapping(self, pid: int, mapping: Mapping) -> None:
         proc = self.process(pid)

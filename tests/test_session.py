@@ -100,3 +100,72 @@ def test_kernel_mappings_move_the_kernel_range_and_its_generation():
     assert session.kernel_generation > generation
     session.remove_kernel_range(0xFFFF9000, 0xFFFFA000)
     assert session.kernel_range == (0xFFFF0000, 0xFFFF8000)
+
+
+# -- events fed straight in: Session.mmap (the lookup passed in) and Session.task --------
+
+def _mmap(pid: int, addr: int, length: int, pgoff: int, path: bytes, prot: int = 5):
+    from perfparser_py.perfdata import events as ev
+
+    return ev.MmapEvent(pid, pid, addr, length, pgoff, path, prot, 0, 0, 0, 0, None, 0, 0, pid,
+                        pid, 0, 0)
+
+
+class _Image:
+    """An ELF image whose one PT_LOAD maps file offsets [0, 0x3000) at vaddr 0x400000."""
+
+    def load_bias(self, addr: int, pgoff: int, prot: int) -> int | None:
+        return addr - pgoff - 0x400000 if pgoff < 0x3000 else None
+
+
+def test_an_mmap_is_placed_by_the_found_images_segment_and_based_at_its_first_piece():
+    image = _Image()
+    asked = []
+
+    def find_elf(pid, path, build_id):
+        asked.append((pid, path))
+        return (b"/local" + path).decode(), image if path == b"/lib/a.so" else None
+
+    session = Session()
+    session.mmap(_mmap(10, 0x7000, 0x1000, 0, b"/lib/a.so"), find_elf)
+    session.mmap(_mmap(10, 0x8000, 0x1000, 0x1000, b"/lib/a.so"), find_elf)
+    session.mmap(_mmap(10, 0x9000, 0x1000, 0x5000, b"/lib/a.so"), find_elf)  # no PT_LOAD
+    session.mmap(_mmap(10, 0xA000, 0x1000, 0, b"/lib/gone.so"), find_elf)
+    first, second, uncovered, gone = session.process(10).space
+    assert asked == [(10, b"/lib/a.so")] * 3 + [(10, b"/lib/gone.so")]
+    assert (first.bias, first.base, first.local) == (0x7000 - 0x400000, 0x7000, "/local/lib/a.so")
+    assert (second.bias, second.base) == (0x7000 - 0x400000, 0x7000)
+    assert (uncovered.image, uncovered.bias, uncovered.base) == (None, None, 0x9000)
+    assert (gone.image, gone.local) == (None, "/local/lib/gone.so")
+    assert session.process(10).first_image is image
+
+
+def test_a_ksymbol_maps_kernel_code_and_its_unregistering_unmaps_it():
+    from perfparser_py.perfdata import events as ev
+    from perfparser_py.session import KERNEL_PID
+
+    def find_elf(pid, path, build_id):
+        raise AssertionError("a KSYMBOL names no file")
+
+    session = Session()
+    session.mmap(ev.KsymbolEvent(0xFFFF9000, 0x100, 1, 0, b"bpf_prog_1", 5, 0, 0), find_elf)
+    assert _paths(session, KERNEL_PID) == [(0xFFFF9000, 0xFFFF9100, b"bpf_prog_1")]
+    session.mmap(ev.KsymbolEvent(0xFFFF9000, 0x100, 1, 1, b"bpf_prog_1", 6, 0, 0), find_elf)
+    assert _paths(session, KERNEL_PID) == []
+
+
+def test_only_the_main_threads_exec_and_exit_change_the_process():
+    from perfparser_py.perfdata import events as ev
+    from perfparser_py.session import MISC_COMM_EXEC
+
+    session = Session()
+    session.add_mapping(10, _lib(0x1000, 0x2000, b"/bin/prog"))
+    session.task(ev.ForkEvent(11, 10, 11, 10, 5, 5, 0, 0, 0))
+    session.task(ev.CommEvent(10, 12, b"worker", 6, 0, 0, MISC_COMM_EXEC))  # a thread
+    session.task(ev.ExitEvent(10, 10, 12, 12, 7, 7, 0, 0, 0))  # a thread ends
+    assert 10 in session.processes and _paths(session, 10) == [(0x1000, 0x2000, b"/bin/prog")]
+    assert _paths(session, 11) == [(0x1000, 0x2000, b"/bin/prog")]  # the fork's copy
+    session.task(ev.CommEvent(11, 11, b"other", 8, 0, 0, MISC_COMM_EXEC))
+    assert _paths(session, 11) == []
+    session.task(ev.ExitEvent(10, 1, 10, 1, 9, 9, 0, 0, 0))
+    assert 10 not in session.processes and 10 in session.exited
