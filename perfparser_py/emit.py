@@ -31,8 +31,8 @@ class Emitter:
         self.writer = writer
         self._strings: dict[bytes, int] = {}
         self._locations: dict[LocationKey, int] = {}
-        # per location id, HAS_SYMBOL | NAMED (protocol.py); the writer counts the frames of
-        # samples without a name (diagnostics.py)
+        # per location id, HAS_SYMBOL | NAMED (protocol/writer.py); the writer counts the
+        # frames of samples without a name (diagnostics.py)
         self._state = bytearray()
         writer.count_unresolved(self._state)
         # location id -> (binary, path, is_kernel) of the Symbol without a name it has, or

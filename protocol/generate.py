@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Embed protocol/schema.toml into perfparser_py/protocol_schema.py.
+"""Embed protocol/schema.toml into perfparser_py/protocol/schema.py.
 
 The package (and a frozen PyInstaller build) then needs no data file at run time.
 Run after editing schema.toml; tests/protocol checks the embedded copy is current.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SCHEMA = HERE / "schema.toml"
-TARGET = HERE.parent / "perfparser_py" / "protocol_schema.py"
+TARGET = HERE.parent / "perfparser_py" / "protocol" / "schema.py"
 
 
 def render(schema: dict) -> str:

@@ -1,4 +1,4 @@
-# C types of protocol.py when compiled (setup.py); the .py stays the source of truth.
+# C types of writer.py when compiled (setup.py); the .py stays the source of truth.
 
 cimport cython
 

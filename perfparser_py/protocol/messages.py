@@ -1,8 +1,9 @@
-"""The message dataclasses of the reader side of protocol.py (one per message type).
+"""The message dataclasses the reader gives back (one per message type; Features is in
+values.py, as the writer is given it).
 
-Imported on first use through protocol's module `__getattr__` (`protocol.Sample` etc.), so
-the writer does not pay for creating them. protocol checks their fields against the schema
-the first time it decodes a message.
+Imported on first use through the package's `__getattr__` (`protocol.Sample` etc.), so the
+writer does not pay for creating them. layout.py checks their fields against the schema the
+first time it decodes a message.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .protocol import Features, Variant
+from .values import Features, Variant
 
-checked = False  # set by protocol._message_classes()
+checked = False  # set by layout._message_classes()
 
 
 # Field order = wire order of the newest flavour (checked against the schema at import).
