@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from perfparser_py import parallel, pipeline, protocol, symbolize
+from perfparser_py import parallel, pipeline, symbolize
+from perfparser_py.protocol import writer
 from perfparser_py.cli import make_options, parse_args
 from perfparser_py.run import run
 from tests.synth import PipeWriter
@@ -88,8 +89,8 @@ def test_numbered_chains_of_a_split_run_stay_within_their_budget(tmp_path, monke
 def test_packed_frames_of_the_stream_writer_stay_within_their_budget(tmp_path, monkeypatch):
     path = _many_stacks(tmp_path)
     unbounded, _sink = _run(path, "0", monkeypatch)
-    monkeypatch.setattr(protocol, "_MAX_PACKED_FRAMES", 300)
+    monkeypatch.setattr(writer, "_MAX_PACKED_FRAMES", 300)
     bounded, sink = _run(path, "0", monkeypatch)
     assert bounded == unbounded
     packed = sink.writer._packed_frames.values()
-    assert 0 < sum(len(frames) + 1 for frames, _size, _packed in packed) <= 300
+    assert 0 < sum(len(frames) + 1 for frames, *_entry in packed) <= 300
