@@ -5,7 +5,7 @@ newer layouts)."""
 
 from __future__ import annotations
 
-from .protocol import HEADER, MAGIC, ProtocolError, encode, read_stream
+from .protocol import HEADER, MAGIC, ProtocolError
 
 
 def is_saved_stream(path: str) -> bool:
@@ -20,6 +20,8 @@ def pass_through(path: str, out, flavour: str) -> str | None:
     """Write the stream at `path` in `flavour`; returns a warning to print, or None. Messages
     the target flavour has no layout for are left out; an incomplete last message is dropped
     (hotspot would stop there)."""
+    from .protocol.reader import encode, read_stream  # every run asks is_saved_stream: on use
+
     with open(path, "rb") as f:
         data = f.read()
     stream = read_stream(data)  # ProtocolError: the caller reports it
