@@ -39,7 +39,7 @@ class OptionalBuildExt(build_ext):
 
     def finalize_options(self) -> None:
         super().finalize_options()
-        if self.parallel is None:  # 13 modules, some large: use the cores a build has
+        if self.parallel is None:  # many modules, some large: use the cores a build has
             self.parallel = os.cpu_count() or 1
 
     def run(self) -> None:
