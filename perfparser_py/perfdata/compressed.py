@@ -4,6 +4,8 @@ chunks come out (a record may straddle chunks)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from .errors import DATA_ERROR, PerfDataError
 
 COMP_ZSTD = 1
@@ -23,59 +25,53 @@ def check_feature(compressed: tuple[int, int, int, int, int] | None) -> None:
 
 # Bounds against decompression bombs (docs/robustness.md). perf decompresses each record into
 # a buffer of the feature's mmap_len and fails beyond it: so do we (RECORD_LIMIT without the
-# feature, in pipe mode). In all, a run inflates at most RUN_BASE + RUN_RATIO times the
-# compressed bytes (perf reaches ~260x on a repetitive recording: corpus `compressed`).
+# feature, in pipe mode), which bounds the memory. There is no bound on a run's total: real
+# `perf record -z` recordings of repetitive events inflate as much as a bomb does (9750x and
+# 406 records per compressed byte measured, a bomb of FINISHED_ROUNDs 11900x and 1490), so
+# the decoded records are processed at the cost of records read from an uncompressed file.
 RECORD_LIMIT = 64 << 20
-RUN_BASE = 16 << 20
-RUN_RATIO = 1024
-CHUNK = 256 << 10  # decompressed bytes handed out at a time
-
-
-class _Exceeded(Exception):
-    """Internal: the output passed the limit of the record being decompressed."""
+CHUNK = 256 << 10  # decompressed bytes handed out at a time, about
+# Input fed to zstd at a time. A zstd block (at most 128 KiB out) takes at least 4 bytes in, so
+# one piece inflates to at most 2 MiB: the output is checked and framed as it comes out.
+_PIECE = 64
 
 
 class ZstdStream:
     """Decompresses the concatenated payloads of all compressed records, in order, in chunks
-    of at most CHUNK bytes, never more than the bounds above."""
+    of about CHUNK bytes, never more than the bounds above."""
 
     def __init__(self, mmap_len: int | None = None) -> None:
         import zstandard  # only compressed recordings need it (its import is ~4 ms)
 
         self._error = zstandard.ZstdError
-        # stream_writer hands the output to write() in pieces of write_size as it goes
-        self._writer = zstandard.ZstdDecompressor().stream_writer(
-            self, write_size=CHUNK, write_return_read=True)
+        # decompress() drains all it can from its input: each record's output is complete
+        # before the next record is read (a stream writer keeps part of a full output buffer
+        # back until more input comes, and at the end of the data it was lost)
+        self._zstd = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
         self.record_limit = min(mmap_len, RECORD_LIMIT) if mmap_len else RECORD_LIMIT
-        self._chunks: list[bytes] = []
-        self._record_out = 0
-        self._compressed = 0
-        self._total = 0
 
-    def write(self, data: bytes) -> int:  # the zstandard writer's sink
-        self._record_out += len(data)
-        if self._record_out > self.record_limit:
-            raise _Exceeded
-        self._chunks.append(bytes(data))
-        return len(data)
-
-    def feed(self, payload) -> list[bytes]:
-        """The decompressed output of one record's payload, in chunks."""
-        self._chunks = []
-        self._record_out = 0
-        self._compressed += len(payload)
-        try:
-            self._writer.write(payload)
-        except _Exceeded:
-            raise PerfDataError(
-                "a compressed record decompresses to more than its buffer size "
-                f"({self.record_limit} bytes): a decompression bomb", DATA_ERROR) from None
-        except self._error as exc:
-            raise PerfDataError(f"zstd decompression failed: {exc}", DATA_ERROR) from None
-        self._total += self._record_out
-        if self._total > RUN_BASE + RUN_RATIO * self._compressed:
-            raise PerfDataError(
-                f"compressed records decompress to {self._total} bytes from "
-                f"{self._compressed}: more than {RUN_RATIO} times, a decompression bomb",
-                DATA_ERROR)
-        return self._chunks
+    def feed(self, payload) -> Iterator[bytes]:
+        """The decompressed output of one record's payload, in chunks, as it comes out."""
+        decompress = self._zstd.decompress
+        view = memoryview(payload)
+        parts: list[bytes] = []
+        held = out = 0
+        for at in range(0, len(view), _PIECE):
+            try:
+                data = decompress(view[at:at + _PIECE])
+            except self._error as exc:
+                raise PerfDataError(f"zstd decompression failed: {exc}", DATA_ERROR) from None
+            if not data:
+                continue
+            out += len(data)
+            if out > self.record_limit:
+                raise PerfDataError(
+                    "a compressed record decompresses to more than its buffer size "
+                    f"({self.record_limit} bytes): a decompression bomb", DATA_ERROR)
+            parts.append(data)
+            held += len(data)
+            if held >= CHUNK:
+                yield b"".join(parts) if len(parts) > 1 else parts[0]
+                parts, held = [], 0
+        if parts:
+            yield b"".join(parts) if len(parts) > 1 else parts[0]
