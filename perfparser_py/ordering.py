@@ -72,6 +72,10 @@ class EventQueue:
         self._events: list[tuple[int, bool, int, int, int, object]] = []
         self._seq = 0
         self._bytes = 0
+        # queued samples and task events: a flush with neither hands out nothing (mmaps wait
+        # for a sample), so it costs O(1), not a sort and a walk of the queue; a flood of
+        # FINISHED_ROUNDs behind many mmaps stays linear
+        self._samples = self._tasks = 0
         # target/last/max as upstream initialises them, then the command line (SEMANTICS §6.1)
         self._target, self._last, self._max = 32 << 20, 1 << 20, 1 << 30
         self._set_target(buffer_size)
@@ -138,6 +142,10 @@ class EventQueue:
         seq = self._seq
         self._events.append((time, kind == SAMPLE and time != 0, seq, kind, size, event))
         self._seq = seq + 1
+        if kind == SAMPLE:
+            self._samples += 1
+        elif kind == TASK:
+            self._tasks += 1
         n = self._bytes = self._bytes + size
         self._round_bytes += size
         if n > st.max_buffer_size:
@@ -179,6 +187,8 @@ class EventQueue:
     def _flush(self, desired: int) -> None:
         st = self.stats
         st.buffer_flushes += 1
+        if self._samples == 0 and (self._tasks == 0 or self._bytes <= desired):
+            return  # nothing to hand out
         self.broken = True  # until the flush completes
         events = self._events
         events.sort()
@@ -189,6 +199,7 @@ class EventQueue:
         pending = 0  # events[pending:i] are non-sample events waiting for the next sample
         released = 0  # samples handed out; what _release does for them is inlined (hot)
         sample = self.sink.sample if self.sink is not None else None
+        queued = self._samples
         i = 0
         for i, item in enumerate(events):
             if item[3] != SAMPLE:
@@ -210,6 +221,8 @@ class EventQueue:
             if sample is not None:
                 sample(item[5])
             pending = i + 1
+            if released == queued:
+                break  # the rest holds no sample: leave it to the task filter below
         self._counts[SAMPLE] += released
         # After the last sample handed out: task events go while over the target (so a final
         # flush(0) sends them all); mmaps stay until a sample needs them, as upstream does.
@@ -217,6 +230,8 @@ class EventQueue:
         rest = [item for item in kept if item[3] != TASK or self._bytes <= desired or
                 self._release(item, limit)]
         events[:] = rest
+        self._samples -= released
+        self._tasks -= self._counts[TASK]
         self.broken = False
         st.max_samples_per_flush = max(st.max_samples_per_flush, self._counts[SAMPLE])
         st.max_mmaps_per_flush = max(st.max_mmaps_per_flush, self._counts[MMAP])
