@@ -78,6 +78,7 @@ _ADDR_FORMS = frozenset((0x01, 0x1B, 0x29, 0x2A, 0x2B, 0x2C, 0x1F01))
 _MAX_REF_CHAIN = 16
 _MAX_RANGES = 100_000
 _MAX_DEPTH = 1000
+_MAX_ABBREV_TABLES = 1024  # parsed abbreviation tables kept for units to share (~50 KB each)
 
 # Attribute sizes for skipping the DIEs the scope walk does not look into: fixed-size forms,
 # forms as long as an offset, and forms whose length is read from the data.
@@ -178,6 +179,9 @@ class DwarfInfo:
         self._unit_offsets: list[int] | None = None
         self._headers: dict[int, tuple[int, int, int, int, int, int]] = {}
         self._cus: dict[int, _Cu] = {}
+        # the abbreviation tables parsed last, by offset: units may share one (DWARF 7.5.3),
+        # and a walk over the unit DIEs of every unit (_unlisted) keeps none of its own
+        self._abbrev_tables: dict[int, dict] = {}
         self._cu_starts: list[int] = []  # offsets of self._cus, ascending
         self._index: tuple[list[int], list[int], list[int]] | None = None
         self._unlisted_index: tuple[list[int], list[int], list[int]] | None = None
@@ -372,8 +376,18 @@ class DwarfInfo:
     def _abbrevs(self, cu: _Cu) -> dict:
         if cu.abbrevs is not None:
             return cu.abbrevs
+        tables = self._abbrev_tables
+        table = tables.get(cu.abbrev_off)
+        if table is None:
+            table = self._parse_abbrevs(cu.abbrev_off)
+            if len(tables) >= _MAX_ABBREV_TABLES:
+                del tables[next(iter(tables))]
+            tables[cu.abbrev_off] = table
+        cu.abbrevs = table
+        return table
+
+    def _parse_abbrevs(self, pos: int) -> dict:
         data = self._s["abbrev"]
-        pos = cu.abbrev_off
         table: dict[int, tuple[int, bool, list[tuple[int, int, int]], tuple | None]] = {}
         while True:
             code, pos = uleb(data, pos)
@@ -414,7 +428,6 @@ class DwarfInfo:
                     rnglistx = rnglistx or form == 0x23
             flags = (high_addr, entry_addr, rnglistx) if ranged else None
             table[code] = (tag, children, specs, flags)
-        cu.abbrevs = table
         return table
 
     def _form(self, cu: _Cu, form: int, implicit: int, data, pos: int) -> tuple[object, int]:
@@ -717,8 +730,13 @@ class DwarfInfo:
             for off in self._units():
                 if off not in aranges:
                     cu = self._unit(off)
-                    if cu is not None and self._top_usable(cu):
+                    if cu is None:
+                        continue
+                    fresh = cu.abbrevs is None
+                    if self._top_usable(cu):
                         entries.extend((lo, hi, off) for lo, hi in cu.ranges)
+                    if fresh:  # only its unit DIE was read: 40 000 tables held were 2.9 GB
+                        cu.abbrevs = None
             self._unlisted_index = _range_index(entries)
         return self._unlisted_index
 

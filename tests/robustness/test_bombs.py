@@ -167,3 +167,45 @@ def test_a_real_compressed_recording_is_within_the_bounds():
     res = run(["--app", str(rec), "--kallsyms", "/dev/null", "--no-cache",
                "--input", str(rec / "perf.data")], TIMEOUT)
     assert res.code == 0 and res.samples > 0
+
+
+def _without_aranges(elf: bytes) -> bytes:
+    """`elf` with .debug_aranges and .debug_rnglists emptied: units are found by their DIEs."""
+    import io
+
+    out = bytearray(elf)
+    f = ELFFile(io.BytesIO(elf))
+    for i, sec in enumerate(f.iter_sections()):
+        if sec.name in (".debug_aranges", ".debug_rnglists"):
+            struct.pack_into("<Q", out, f["e_shoff"] + i * f["e_shentsize"] + 32, 0)
+    return bytes(out)
+
+
+def test_many_units_within_the_budget_keep_no_abbreviation_table_each(tmp_path):
+    # 10 000 copies of the program's unit, each with its own copy of the abbreviation table,
+    # in 700 KB of zlib (within the run's budget) and no .debug_aranges: finding the unit of
+    # an address reads every unit DIE; the 10 000 parsed tables held took ~70 KB each
+    with open(PROG, "rb") as f:
+        e = ELFFile(f)
+        info = e.get_section_by_name(".debug_info").data()
+        abbrev = e.get_section_by_name(".debug_abbrev").data()
+    length, version = struct.unpack_from("<IH", info, 0)
+    assert version == 5 and 4 + length == len(info)  # one DWARF 5 unit
+    units = bytearray()
+    for k in range(10000):
+        unit = bytearray(info)
+        struct.pack_into("<I", unit, 8, k * len(abbrev))  # debug_abbrev_offset
+        units += unit
+    sections = {}
+    for name, raw in ((".debug_info", bytes(units)), (".debug_abbrev", abbrev * 10000)):
+        c = zlib.compressobj(9)
+        sections[name] = _chdr(ELFCOMPRESS_ZLIB, len(raw)) + c.compress(raw) + c.flush()
+    d = tmp_path / "app"
+    d.mkdir()
+    (d / "hotloop").write_bytes(_without_aranges(_with_sections(PROG.read_bytes(), sections)))
+    w, n = recording([], samples_per_map=20, prog=str(d / "hotloop").encode())
+    (tmp_path / "pipe.data").write_bytes(w.data())
+    res = run(_options(d), HANG_GUARD)
+    assert res.code == 0 and res.samples == n
+    assert b"main" in res.symbols()
+    assert res.max_rss < 400 * MiB, res.max_rss
