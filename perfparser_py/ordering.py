@@ -2,8 +2,9 @@
 
 perf writes events per CPU buffer, so the file is only roughly time-ordered; FINISHED_ROUND
 records tell when everything before the previous round may be processed. The queue keeps
-every buffered event (mmap, task event, sample) in ONE list; a flush stable-sorts it by time
-and walks it in order, so events with equal timestamps keep their file order (essential for
+every buffered event (mmap, task event, sample) in ONE order (samples and mmaps in one list,
+task events in another that a flush merges in as it goes); a flush sorts them by time and
+file order and walks them in that order, so events with equal timestamps keep their file order (essential for
 the many time-0 records perf synthesizes for pre-existing processes). At equal timestamps the
 non-sample events are processed before the samples, so a sample sees the state as of its
 time (upstream's observable order) - except at time 0, which means "no timestamp": perf
@@ -20,6 +21,7 @@ arrive too late.
 from __future__ import annotations
 
 import re
+from bisect import insort
 from dataclasses import dataclass, fields
 
 SAMPLE, MMAP, TASK = 0, 1, 2
@@ -72,10 +74,14 @@ class EventQueue:
         self._events: list[tuple[int, bool, int, int, int, object]] = []
         self._seq = 0
         self._bytes = 0
-        # queued samples and task events: a flush with neither hands out nothing (mmaps wait
-        # for a sample), so it costs O(1), not a sort and a walk of the queue; a flood of
-        # FINISHED_ROUNDs behind many mmaps stays linear
-        self._samples = self._tasks = 0
+        # The task events apart, in the same order: after the last sample a flush hands them
+        # out without walking the mmaps that wait for a sample. The first _in_order of each
+        # list are sorted (what the last flush left), so the events added since are inserted,
+        # not the queue sorted again; and a flush with no sample and no task event to hand out
+        # returns at once. Round ends behind many waiting mmaps stay linear.
+        self._task_events: list[tuple[int, bool, int, int, int, object]] = []
+        self._in_order = [0, 0]
+        self._samples = 0
         # target/last/max as upstream initialises them, then the command line (SEMANTICS §6.1)
         self._target, self._last, self._max = 32 << 20, 1 << 20, 1 << 30
         self._set_target(buffer_size)
@@ -140,12 +146,14 @@ class EventQueue:
         else:
             st.max_time = time  # a time-0 event resets it, as upstream does (SEMANTICS §16)
         seq = self._seq
-        self._events.append((time, kind == SAMPLE and time != 0, seq, kind, size, event))
+        item = (time, kind == SAMPLE and time != 0, seq, kind, size, event)
+        if kind == TASK:
+            self._task_events.append(item)
+        else:
+            self._events.append(item)
+            if kind == SAMPLE:
+                self._samples += 1
         self._seq = seq + 1
-        if kind == SAMPLE:
-            self._samples += 1
-        elif kind == TASK:
-            self._tasks += 1
         n = self._bytes = self._bytes + size
         self._round_bytes += size
         if n > st.max_buffer_size:
@@ -187,11 +195,13 @@ class EventQueue:
     def _flush(self, desired: int) -> None:
         st = self.stats
         st.buffer_flushes += 1
-        if self._samples == 0 and (self._tasks == 0 or self._bytes <= desired):
+        tasks = self._task_events
+        if self._samples == 0 and (not tasks or self._bytes <= desired):
             return  # nothing to hand out
         self.broken = True  # until the flush completes
         events = self._events
-        events.sort()
+        _sort(events, self._in_order[0])
+        _sort(tasks, self._in_order[1])
         limit = self._last_flush_max_time
         start_bytes = self._bytes
         self._counts = [0, 0, 0]
@@ -200,15 +210,22 @@ class EventQueue:
         released = 0  # samples handed out; what _release does for them is inlined (hot)
         sample = self.sink.sample if self.sink is not None else None
         queued = self._samples
+        t, n_tasks = 0, len(tasks)  # tasks[:t] handed out
         i = 0
         for i, item in enumerate(events):
             if item[3] != SAMPLE:
                 continue
             if self._bytes <= desired:
                 break
-            if pending < i:
-                for j in range(pending, i):
-                    self._release(events[j], limit)
+            for j in range(pending, i):  # the mmaps before it, with the task events between
+                other = events[j]
+                while t < n_tasks and tasks[t] < other:
+                    self._release(tasks[t], limit)
+                    t += 1
+                self._release(other, limit)
+            while t < n_tasks and tasks[t] < item:
+                self._release(tasks[t], limit)
+                t += 1
             time = item[0]
             if time < limit:
                 if not self._violating:
@@ -222,16 +239,17 @@ class EventQueue:
                 sample(item[5])
             pending = i + 1
             if released == queued:
-                break  # the rest holds no sample: leave it to the task filter below
+                break  # no sample left
         self._counts[SAMPLE] += released
         # After the last sample handed out: task events go while over the target (so a final
         # flush(0) sends them all); mmaps stay until a sample needs them, as upstream does.
-        kept = events[pending:]
-        rest = [item for item in kept if item[3] != TASK or self._bytes <= desired or
-                self._release(item, limit)]
-        events[:] = rest
+        while t < n_tasks and self._bytes > desired:
+            self._release(tasks[t], limit)
+            t += 1
+        del events[:pending]
+        del tasks[:t]
         self._samples -= released
-        self._tasks -= self._counts[TASK]
+        self._in_order = [len(events), len(tasks)]
         self.broken = False
         st.max_samples_per_flush = max(st.max_samples_per_flush, self._counts[SAMPLE])
         st.max_mmaps_per_flush = max(st.max_mmaps_per_flush, self._counts[MMAP])
@@ -242,7 +260,7 @@ class EventQueue:
             self._set_target(min(grown, _U32))
 
     def _release(self, item, limit: int) -> None:
-        """Hand one event to the sink; returns None so it filters out of the kept list."""
+        """Hand one event to the sink."""
         time, _after, _seq, kind, size, ev = item
         self._bytes -= size
         self._counts[kind] += 1
@@ -259,6 +277,19 @@ class EventQueue:
                 sink.mmap(ev)
             else:
                 sink.task(ev)
+
+
+def _sort(items: list, in_order: int) -> None:
+    """Sort `items`, whose first `in_order` are sorted already: a few added are inserted."""
+    added = len(items) - in_order
+    if 0 < added and added * 16 < in_order:
+        tail = items[in_order:]
+        del items[in_order:]
+        tail.sort()
+        for item in tail:
+            insort(items, item)
+    else:
+        items.sort()
 
 
 def _version_at_least(version: bytes, wanted: tuple[int, ...]) -> bool:
