@@ -42,7 +42,9 @@ _HEAD = struct.Struct("<8sIII")  # magic, format, crc32 of the body, key length
 DEFAULT_MAX_BYTES = 256 << 20
 _SUFFIX = ".ppc"
 MAX_ENTRY = 64 << 20  # the largest entry read back (docs/robustness.md), and decompressed:
-MAX_DECODED = 512 << 20
+# marshal loads a 1-byte None or True as an 8-byte pointer, so what an entry decodes to may
+# take 9 times its size; 64 MB stays under 600 MB (4766 real entries decoded to 80 KB at most)
+MAX_DECODED = 64 << 20
 # modules whose code decides what a record holds: an image's (symbols, names, lines,
 # scopes) or a kallsyms file's
 _CODE = ("elf/image.py", "elf/symtab.py", "elf/dwarf.py", "elf/leb128.py", "demangle.py",

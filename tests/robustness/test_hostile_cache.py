@@ -70,14 +70,19 @@ def test_untrusted_directory_refused_with_one_warning(tmp_path, uncached, how):
     assert not _entries(tmp_path)  # nothing written there either
 
 
-def _poison(path, change) -> None:
-    """Rewrite the entry at `path` with change(data) as its record, correctly framed."""
+def _reframe(path, change) -> None:
+    """Rewrite the entry at `path` with change(marshalled record) as its record, correctly
+    framed."""
     raw = path.read_bytes()
     magic, fmt, _crc, klen = _HEAD.unpack_from(raw)
     key = raw[_HEAD.size:_HEAD.size + klen]
-    data = marshal.loads(lz4.block.decompress(raw[_HEAD.size + klen:]))
-    body = lz4.block.compress(marshal.dumps(change(data)))
+    body = lz4.block.compress(change(lz4.block.decompress(raw[_HEAD.size + klen:])))
     path.write_bytes(_HEAD.pack(magic, fmt, zlib.crc32(body), klen) + key + body)
+
+
+def _poison(path, change) -> None:
+    """Rewrite the entry at `path` with change(data) as its record, correctly framed."""
+    _reframe(path, lambda body: marshal.dumps(change(marshal.loads(body))))
 
 
 def _ill_typed(data: dict) -> dict:
@@ -105,13 +110,17 @@ def _replace(how):
         with open(p, "r+b") as f:
             f.truncate(1 << 30)
 
-    return {"fifo": fifo, "symlink-to-dev-zero": zero, "huge": huge,
+    def nones(p):  # 100 MB of marshal (400 KB in the entry) that loads as 100 M Nones, 900 MB
+        n = 100_000_000
+        _reframe(p, lambda _body: b"[" + struct.pack("<I", n) + b"N" * n)
+
+    return {"fifo": fifo, "symlink-to-dev-zero": zero, "huge": huge, "decode-bomb": nones,
             "ill-typed": lambda p: _poison(p, _ill_typed),
             "not-a-dict": lambda p: _poison(p, lambda d: [d])}[how]
 
 
 @pytest.mark.parametrize("how", ["fifo", "symlink-to-dev-zero", "huge", "ill-typed",
-                                 "not-a-dict"])
+                                 "not-a-dict", "decode-bomb"])
 def test_hostile_entries_are_misses(tmp_path, uncached, how):
     first = _run(tmp_path)
     assert first.output == uncached
@@ -122,6 +131,7 @@ def test_hostile_entries_are_misses(tmp_path, uncached, how):
     res = _run(tmp_path)
     assert res.output == uncached
     assert res.seconds < 10
+    assert res.max_rss < 300 << 20, res.max_rss
 
 
 def test_record_shapes():
