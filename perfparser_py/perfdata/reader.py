@@ -23,8 +23,7 @@ from .features import feature_structs, parse_features
 _MALFORMED = (struct.error, ValueError, IndexError, OverflowError, ConstructError)
 _FINISHED_ROUND = ev.FinishedRoundEvent()
 _FINISHED_INIT = ev.FinishedInitEvent()
-_CONSTRUCT_DECODED = frozenset((r.LOST, r.LOST_SAMPLES, r.SWITCH, r.SWITCH_CPU_WIDE, r.KSYMBOL,
-                                r.TIME_CONV))
+_CONSTRUCT_DECODED = frozenset((r.LOST_SAMPLES, r.KSYMBOL, r.TIME_CONV))
 _TOO_SMALL = "File is too small to hold perf data."
 # Mapped input before the read position minus this is released (Source.release): enough for
 # the events of the rounds still queued, so their stacks are rarely faulted back in (on
@@ -381,6 +380,11 @@ class PerfReader:
                         yield exit_(buf, body, rend, misc, size, self._trailer)
                     elif rtype == 1:
                         yield mmap(buf, body, rend, misc, size, self._trailer)
+                    elif rtype == r.SWITCH or rtype == r.SWITCH_CPU_WIDE:
+                        yield dec.switch(buf, body, rend, misc, size, self._trailer,
+                                         rtype == r.SWITCH_CPU_WIDE)
+                    elif rtype == r.LOST:
+                        yield dec.lost(buf, body, rend, misc, size, self._trailer)
                     elif rtype == r.FINISHED_ROUND:
                         yield _FINISHED_ROUND
                     elif rtype == r.HEADER_TRACING_DATA and size >= _TRACING_DATA_SIZE:

@@ -14,7 +14,8 @@ from perfparser_py.source import open_source
 from tests.perfdata.perfdata_corpus import corpus_id, good_files
 
 HOT = {records.SAMPLE: "sample", records.MMAP: "mmap", records.MMAP2: "mmap2",
-       records.COMM: "comm", records.FORK: "fork", records.EXIT: "exit"}
+       records.COMM: "comm", records.FORK: "fork", records.EXIT: "exit",
+       records.SWITCH: "switch", records.SWITCH_CPU_WIDE: "switch", records.LOST: "lost"}
 
 
 def _inflate_across_frames():
@@ -70,7 +71,7 @@ def test_fast_equals_construct(path):
     check_fast_equals_construct(path)
 
 
-def check_fast_equals_construct(path) -> None:
+def check_fast_equals_construct(path) -> dict[str, int]:
     reader = PerfReader(open_source(str(path), None, 0))
     n_samples = sum(1 for e in reader.events() if type(e).__name__ == "SampleEvent")
     buf = reader.source.buffer()
@@ -84,6 +85,10 @@ def check_fast_equals_construct(path) -> None:
         if rtype == records.SAMPLE:
             attr = reader._sample_attr(region, body, end)
             fast = dec.sample(region, body, end, misc, size, attr)
+        elif name == "switch":
+            attr = None
+            fast = dec.switch(region, body, end, misc, size, reader._trailer,
+                              rtype == records.SWITCH_CPU_WIDE)
         else:
             attr = None
             fast = getattr(dec, name)(region, body, end, misc, size, reader._trailer)
@@ -95,3 +100,23 @@ def check_fast_equals_construct(path) -> None:
         checked[name] += 1
     assert checked["sample"] == n_samples
     assert checked["mmap"] + checked["mmap2"] > 0 and checked["comm"] > 0
+    return {name: checked[name] for name in ("switch", "lost") if checked[name]}
+
+
+def test_switch_and_lost_records(tmp_path):
+    """SWITCH (in and out), SWITCH_CPU_WIDE (pids past 2^31 too) and LOST, which the corpus
+    lacks or has few of, with their sample_id trailers."""
+    from tests.synth import PipeWriter
+
+    w = PipeWriter()
+    w.comm(7, 7, b"x", 1)
+    w.mmap2(7, 0x400000, 0x1000, 0, b"/bin/x", 2)
+    w.sample(7, 7, 3, 0x400010)
+    for k, (npid, ntid) in enumerate([(8, 9), (0xFFFFFFFF, 0x80000000)]):
+        w.record(records.SWITCH, b"", 7, 7, 10 + k, misc=0x2000 * k)
+        w.record(records.SWITCH_CPU_WIDE, struct.pack("<II", npid, ntid), 7, 7, 20 + k,
+                 misc=0x2000 * k)
+        w.record(records.LOST, struct.pack("<QQ", 5 + k, 1 << 40), 7, 7, 30 + k)
+    path = tmp_path / "pipe.data"
+    path.write_bytes(w.data())
+    assert check_fast_equals_construct(path) == {"switch": 4, "lost": 2}
