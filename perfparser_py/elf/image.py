@@ -594,6 +594,12 @@ class ElfImage:
             j = self._enclosing[i]
             if j >= 0 and vaddr < values[j] + sizes[j] and strings[name_offs[j]]:
                 i = j
+            elif vaddr != values[i] and (self._section_containing(vaddr)
+                                         is not self._section_containing(values[i])):
+                # a label reaches up to the next symbol but never past its section, as
+                # elfutils' same_section rule has it: `_init` (.init) does not name the .plt
+                # after it, whose slots perf and §10.8 name `puts@plt`
+                return None
         # addresses of one function share the answer (decoding and demangling it once)
         hit = self._sym_answers.get(i)
         if hit is None:

@@ -306,3 +306,28 @@ def test_a_label_inside_a_function_takes_the_function_name(tmp_path):
     # outside every sized symbol, the label is still the best name there is
     after = syms["after_label"][0]
     assert image.symbol_at(after)[0] == "after_label"
+
+
+def test_a_label_does_not_name_the_next_section(tmp_path):
+    """crt's `_init` is a size-0 symbol at the start of .init, and .plt follows it with no
+    symbol of its own: a PLT slot is `puts@plt` (perf's synthesized name, §10.8's fallback),
+    never `_init`, as elfutils keeps a sizeless symbol to its own section."""
+    src = tmp_path / "plt.c"
+    src.write_text("#include <stdio.h>\nint main(int c, char **v) { puts(v[0]); return c; }\n")
+    exe = tmp_path / "plt"
+    subprocess.run(["gcc", "-O1", "-fno-pie", "-no-pie", "-fcf-protection=none", "-o", str(exe),
+                    str(src)], check=True)
+    with open(exe, "rb") as f:
+        plt = ELFFile(f).get_section_by_name(".plt")
+        start, size, entsize = plt["sh_addr"], plt["sh_size"], plt["sh_entsize"]
+    syms = {name: (value, sz) for value, sz, _t, name in nm_symbols(exe)}
+    init, init_size = syms["_init"]
+    assert init_size == 0 and init < start and not any(start <= v < start + size
+                                                       for v, _ in syms.values())
+    image = ElfImage.open(str(exe))
+    slots = [start + k * entsize for k in range(1, size // entsize)]
+    named = {image.fallback_name(a): a for a in slots}
+    assert "puts@plt" in named
+    assert image.symbol_at(named["puts@plt"]) is None
+    assert image.symbol_at(start) is None  # the PLT's header: §10.8 names it `<.plt+…>`
+    assert image.symbol_at(init + 4)[0] == "_init"  # inside its own section it still names
