@@ -220,6 +220,14 @@ def _compile(row, word: int) -> tuple:
             rules, ra)
 
 
+def _ra_in_register(step: tuple | None) -> bool:
+    """The step takes the return address from a register (DW_CFA_register), not from the
+    stack: the one x86 frame whose CFA may equal its SP, as no call pushed a return address
+    below it (glibc's vfork pops it into %rdi around the syscall)."""
+    return step is not None and any([reg == step[11] and kind == REGISTER
+                                     for reg, kind, _arg in step[10]])
+
+
 def _unpacker(fmt: str) -> Callable:
     """unpack_from of struct.Struct(fmt), made once per format: the rows of a program save
     registers in few layouts, and making a Struct costs more than compiling the rest of a row."""
@@ -347,7 +355,8 @@ def _walk(a: _Arch, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryv
         key = (pc, cfa)
         if key in seen:
             break
-        if is_x86 and not signal and sp is not None and 0 <= cfa <= sp:
+        if (is_x86 and not signal and sp is not None and 0 <= cfa <= sp
+                and not (cfa == sp and _ra_in_register(step))):
             if trail and split is not None:
                 _record(split, trail, frames, seen, False, stack, lo, a)
             break

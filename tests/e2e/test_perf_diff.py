@@ -5,7 +5,7 @@ stack is compared with `perf script --no-inline` on the same file by tools/perfd
 rules are in its docstring). Debian's python3, sqlite3, xz and g++'s cc1plus are built
 without frame pointers, so they are recorded with `--call-graph dwarf` (both sides unwind);
 the programs built here keep frame pointers and are recorded with `-g` (the kernel walks
-the stack; both sides symbolize). Kernel frames count: the recordings are of this boot, so
+the stack; both sides symbolize), except where the unwinding itself is the point (vfork). Kernel frames count: the recordings are of this boot, so
 both sides take the running kernel's /proc/kallsyms (no --kallsyms: the build-id check of
 the default path is part of what is tested).
 
@@ -205,8 +205,9 @@ def _run(cmd: list[str], **kw) -> None:
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, timeout=300, **kw)
 
 
-def _record(data: Path, call_graph: list[str], cmd: list[str], **kw) -> Path:
-    subprocess.run(["perf", "record", "-q", "-F", FREQ, *call_graph, "-o", str(data), "--",
+def _record(data: Path, call_graph: list[str], cmd: list[str], rate: tuple = ("-F", FREQ),
+            **kw) -> Path:
+    subprocess.run(["perf", "record", "-q", *rate, *call_graph, "-o", str(data), "--",
                     *cmd], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                    timeout=300, **kw)
     return data
@@ -334,6 +335,29 @@ def rec_system_wide(tmp: Path):
     return data, ["--app", str(tmp)]
 
 
+VFORK_WORKLOAD = r"""
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/wait.h>
+__attribute__((noinline)) static int spawn(void)
+{ pid_t p = vfork(); if (p == 0) _exit(0); int st; waitpid(p, &st, 0); return st; }
+int main(int argc, char **argv)
+{ int s = 0; for (int i = atoi(argv[1]); i > 0; i--) s += spawn(); return s; }
+"""
+
+
+def rec_vfork(tmp: Path):
+    """One sample per fork, taken in the parent inside glibc's __vfork, which has popped its
+    return address into %rdi for the syscall (its CFI says so): the caller's SP equals the
+    frame's, and the walk must go on to main (Python's subprocess forks with vfork too)."""
+    src = tmp / "vfork.c"
+    src.write_text(VFORK_WORKLOAD)
+    exe = tmp / "vfork"
+    _run(["gcc", "-O2", "-g", "-o", str(exe), str(src)])
+    return _record(tmp / "vfork.data", DWARF, [str(exe), "600"],
+                   rate=("-e", "sched:sched_process_fork", "-c", "1")), ["--app", str(tmp)]
+
+
 RECORDINGS: dict[str, Callable] = {
     "python3": rec_python3,
     "sqlite3": rec_sqlite3,
@@ -344,6 +368,7 @@ RECORDINGS: dict[str, Callable] = {
     "go": rec_go,
     "node": rec_node,
     "system-wide": rec_system_wide,
+    "vfork": rec_vfork,
 }
 
 

@@ -13,6 +13,7 @@ from perfparser_py.elf.cfi import (
     CFA_REG,
     EXPR,
     OFFSET,
+    REGISTER,
     UNDEF,
     VAL_OFFSET,
     Cfi,
@@ -250,6 +251,27 @@ def test_signal_frame_lookup_is_exact() -> None:
     frames, _ = unwind("x86_64", 2, (sp, 0x1010), mask, stack, _space(rows), History(), -1)
     # the trampoline and the interrupted frame are activations: their pcs are not decremented
     assert frames == [0x1010, 0x2000, 0x3000]
+
+
+def test_a_return_address_in_a_register_may_keep_the_cfa_at_sp() -> None:
+    # glibc's __vfork pops its return address into %rdi before the syscall (CFI: CFA = rsp,
+    # DW_CFA_register rip, rdi): the caller's SP is this frame's, and the walk goes on, as
+    # perf's does. The same CFA with the return address read from the stack still ends it.
+    rows = [
+        Row((CFA_REG, 7, 0), {16: (REGISTER, 5)}, 16, False, 0x1000, 0x1100),
+        Row((CFA_REG, 7, 8), {16: (OFFSET, -8)}, 16, False, 0x2000, 0x2100),
+        Row((CFA_REG, 7, 8), {16: (UNDEF, 0)}, 16, False, 0x3000, 0x3100),
+    ]
+    sp = 0x7FFF_0000
+    mask = (1 << 5) | (1 << 7) | (1 << 8)  # rdi, rsp, rip
+    stack = _words("Q", 0x3040)
+    frames, _ = unwind("x86_64", 2, (0x2040, sp, 0x1010), mask, stack, _space(rows), History(),
+                       -1)
+    assert frames == [0x1010, 0x203F, 0x303F]
+    rows[0] = Row((CFA_REG, 7, 0), {16: (OFFSET, 0)}, 16, False, 0x1000, 0x1100)
+    frames, _ = unwind("x86_64", 2, (0x2040, sp, 0x1010), mask, stack, _space(rows), History(),
+                       -1)
+    assert frames == [0x1010]
 
 
 @pytest.mark.parametrize("rows", [
