@@ -1,0 +1,36 @@
+"""tools/perfdiff's comparison rules on hand-made stacks (no perf needed)."""
+
+from __future__ import annotations
+
+from tests.e2e.test_perf_diff import perfdiff
+
+LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def _aliases(table: dict[str, str]):
+    aliases = perfdiff.Aliases(None)
+    aliases._tables[LIBC] = table
+    return aliases
+
+
+def test_perfs_perf_map_dso_is_our_anonymous_mapping() -> None:
+    """perf files an anonymous executable mapping (JIT code) under /tmp/perf-PID.map even
+    when there is no such file: the same unresolved frame as ours in `//anon`."""
+    perf = [perfdiff._perf_frame(0x7F00, "[unknown]", "/tmp/perf-123.map")]
+    ours = [perfdiff.Frame(None, perfdiff._binary("//anon"), "//anon")]
+    rep = perfdiff.compare("jit", [perfdiff.Stack(1, 5, "x", ours)],
+                           [perfdiff.Stack(1, 5, "x", perf)], _aliases({}))
+    assert rep.identical == 1
+
+
+def test_a_thread_entry_counts_by_its_own_name_not_its_alias_class() -> None:
+    """libc's clone3 shares its address with `__GI___clone3`, which the alias table picks as
+    the class's name: ours ending at clone3 still reaches the thread's entry."""
+    leaf = perfdiff.Frame("work", "prog", "/prog")
+    clone3 = perfdiff.Frame("clone3", "libc.so.6", LIBC)
+    ours = [leaf, perfdiff.Frame("start_thread", "libc.so.6", LIBC), clone3]
+    perf = [leaf, perfdiff.Frame(None, "", "")]
+    rep = perfdiff.compare("threads", [perfdiff.Stack(1, 5, "x", ours)],
+                           [perfdiff.Stack(1, 5, "x", perf)],
+                           _aliases({"clone3": "__GI___clone3", "__GI___clone3": "__GI___clone3"}))
+    assert rep.perf_stopped_early == 1 and rep.agreeing == 1
