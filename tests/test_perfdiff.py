@@ -34,3 +34,20 @@ def test_a_thread_entry_counts_by_its_own_name_not_its_alias_class() -> None:
                            [perfdiff.Stack(1, 5, "x", perf)],
                            _aliases({"clone3": "__GI___clone3", "__GI___clone3": "__GI___clone3"}))
     assert rep.perf_stopped_early == 1 and rep.agreeing == 1
+
+
+def test_a_stripped_executables_start_is_the_entry() -> None:
+    """Below __libc_start_main there is only the executable's `_start`, nameless when the
+    executable is stripped (Debian's gzip, gcc): perf stopping at main's caller agrees."""
+    libc = [perfdiff.Frame(n, "libc.so.6", LIBC)
+            for n in ("__libc_start_call_main", "__libc_start_main")]
+    exe = perfdiff.Frame(None, "gzip", "/usr/bin/gzip")
+    ours = [exe, exe, *libc, exe]
+    perf = [exe, exe, libc[0]]
+    rep = perfdiff.compare("stripped", [perfdiff.Stack(1, 5, "x", ours)],
+                           [perfdiff.Stack(1, 5, "x", perf)], _aliases({}))
+    assert rep.perf_stopped_early == 1
+    # ours ending in an unresolved frame anywhere else is no entry
+    rep = perfdiff.compare("stripped", [perfdiff.Stack(1, 5, "x", ours[:3] + [exe])],
+                           [perfdiff.Stack(1, 5, "x", perf)], _aliases({}))
+    assert rep.perf_stopped_early == 0
