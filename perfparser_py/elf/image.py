@@ -42,6 +42,7 @@ SHF_COMPRESSED = 0x800
 DT_NULL = 0
 DT_PLTGOT = 3
 EM_ARM = 40
+EM_X86_64 = 62
 
 MACHINES = {
     2: "sparc", 3: "i386", 8: "mips", 18: "sparc", 20: "ppc", 21: "ppc64", 22: "s390",
@@ -692,19 +693,40 @@ class ElfImage:
         sec = self._section_containing(vaddr)
         if sec is None or sec.name == ".text":
             return None
-        if sec.name == ".plt" and sec.entsize > 0:
-            slot = (vaddr - sec.addr) // sec.entsize
-            if slot > 0:
-                name = self._plt_name(slot)
-                if name is not None:
-                    return name
+        if sec.entsize > 0:
+            name = None
+            if sec.name == ".plt":
+                slot = (vaddr - sec.addr) // sec.entsize
+                if slot > 0:
+                    name = self._plt_name(slot)
+            elif sec.name in (".plt.sec", ".plt.got") and self.e_machine == EM_X86_64:
+                entry = vaddr - (vaddr - sec.addr) % sec.entsize
+                name = self._jump_slot_name(entry, sec.entsize)
+            if name is not None:
+                return name
         return f"<{sec.name}+{vaddr:x}>"
+
+    def _jump_slot_name(self, entry: int, size: int) -> str | None:
+        """`name@plt` for an x86-64 .plt.sec (IBT: `endbr64; bnd jmp *slot(%rip)`) or .plt.got
+        entry, by the GOT slot its jump reads, as perf ≥ 6.2 names them: upstream, and perf
+        6.1 (which names them after the sizeless `_init` before), have no name there."""
+        code = self.read(entry, size)
+        at = -1 if code is None else code.find(b"\xff\x25")  # jmp *disp32(%rip)
+        if at < 0 or at + 6 > len(code):
+            return None
+        slot_addr = entry + at + 6 + struct.unpack_from("<i", code, at + 2)[0]
+        return self._plt_name_at(slot_addr)
 
     def _plt_name(self, slot: int) -> str | None:
         if self._plt is None:
             self._plt = self._build_plt()
-        got_addr, names, strs = self._plt
-        slot_addr = got_addr + (slot + 2) * (8 if self.is_64 else 4)
+        return self._plt_name_at(self._plt[0] + (slot + 2) * (8 if self.is_64 else 4))
+
+    def _plt_name_at(self, slot_addr: int) -> str | None:
+        """`name@plt` of the dynamic symbol whose relocation fills GOT slot `slot_addr`."""
+        if self._plt is None:
+            self._plt = self._build_plt()
+        _got_addr, names, strs = self._plt
         name = names.get(slot_addr)
         if type(name) is tuple:  # demangled on first use: a file has thousands, few are hit
             start, end = name

@@ -331,3 +331,26 @@ def test_a_label_does_not_name_the_next_section(tmp_path):
     assert image.symbol_at(named["puts@plt"]) is None
     assert image.symbol_at(start) is None  # the PLT's header: §10.8 names it `<.plt+…>`
     assert image.symbol_at(init + 4)[0] == "_init"  # inside its own section it still names
+
+
+@pytest.mark.parametrize("flags", [["-fcf-protection", "-Wl,-z,ibtplt"], []],
+                         ids=["ibt-plt.sec", "plt.got"])
+def test_plt_sec_and_plt_got_entries_are_name_at_plt(tmp_path, flags):
+    """With IBT (Ubuntu's default -fcf-protection) calls go through .plt.sec, and
+    `__cxa_finalize` through .plt.got: each entry is `name@plt` by the GOT slot its jump
+    reads, as objdump labels them (and perf ≥ 6.2), not a `<.plt.sec+…>` placeholder."""
+    src = tmp_path / "plt.c"
+    src.write_text("#include <stdio.h>\n#include <string.h>\n"
+                   "int main(int c, char **v) { puts(v[0]); return (int)strlen(v[c - 1]); }\n")
+    exe = tmp_path / "plt"
+    subprocess.run(["gcc", "-O1", "-fno-builtin", *flags, "-o", str(exe), str(src)], check=True)
+    out = subprocess.run(["objdump", "-d", "-j", ".plt.sec", "-j", ".plt.got", str(exe)],
+                         capture_output=True, text=True, check=True).stdout
+    labels = {int(a, 16): n for a, n in re.findall(r"^([0-9a-f]+) <(\S+@plt)>:$", out, re.M)}
+    assert "__cxa_finalize@plt" in labels.values()
+    if flags:
+        assert {"puts@plt", "strlen@plt"} <= set(labels.values())
+    image = ElfImage.open(str(exe))
+    for addr, name in labels.items():
+        assert image.symbol_at(addr) is None
+        assert image.fallback_name(addr) == image.fallback_name(addr + 5) == name
