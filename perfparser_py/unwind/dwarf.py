@@ -610,9 +610,18 @@ class _Memory:
         t = self.t
         new = dict(regs)
         new[t.sp_dwarf] = cfa
+        lo = self.lo
         for reg, kind, arg in rules:
             if kind == OFFSET:
-                v = self.read((cfa + arg) & mask)
+                addr = (cfa + arg) & mask
+                if addr < lo and reg != ra_reg:
+                    # below the sample's SP: a slot the leaf's epilogue has popped the
+                    # register from already (compilers emit no DW_CFA_restore after a pop),
+                    # so the register holds the caller's value; the slot, outside the stack
+                    # copy, would only be a word remembered from another sample
+                    v = regs.get(reg)
+                else:
+                    v = self.read(addr)
             elif kind == VAL_OFFSET:
                 v = (cfa + arg) & mask
             elif kind == SAME:

@@ -204,6 +204,27 @@ def test_guessed_frames_from_history() -> None:
     assert guessed == 2
 
 
+def test_a_slot_below_sp_was_popped_already() -> None:
+    """A leaf sampled in its epilogue after `pop %rbp` still has the rule `rbp at CFA-16`
+    (compilers emit no DW_CFA_restore after a pop), a slot below SP and outside the stack
+    copy: the caller's rbp is the register's value, not a word another sample left there,
+    and no frame is guessed. The caller's CFA is rbp-based, so a stale rbp would misplace it."""
+    rows = [
+        Row((CFA_REG, 7, 8), {6: (OFFSET, -16), 16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100),
+        Row((CFA_REG, 6, 16), {6: (OFFSET, -16), 16: (OFFSET, -8)}, 16, False, 0x2000, 0x2100),
+        Row((CFA_REG, 7, 8), {16: (UNDEF, 0)}, 16, False, 0x3000, 0x3100),
+    ]
+    sp = 0x7FFF_0000
+    mask = (1 << 6) | (1 << 7) | (1 << 8)  # rbp, rsp, rip
+    # [sp]: the leaf's return address; the caller's frame: its saved rbp and return address
+    stack = _words("Q", 0x2040, 0xAA, 0xBB, 0x3040)
+    history = History()
+    history[sp - 8] = sp + 0x100  # a stale word where the leaf's rbp was pushed
+    frames, guessed = unwind("x86_64", 2, (sp + 16, sp, 0x1010), mask, stack, _space(rows),
+                             history, -1)
+    assert frames == [0x1010, 0x203F, 0x303F] and guessed == len(frames)
+
+
 def test_a_remembered_return_address_in_no_module_ends_the_walk() -> None:
     """A word from another sample that is no code address ([heap] data, a stale stack slot)
     is not a caller: the walk stops before it rather than adding a junk frame."""
