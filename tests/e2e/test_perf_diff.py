@@ -276,6 +276,17 @@ def rec_cc1plus(tmp: Path):
     return _record(tmp / "cc1plus.data", DWARF, cmd), []
 
 
+def rec_c_dwarf(tmp: Path):
+    """gcc's default code (no frame pointers) and libc's qsort, unwound from DWARF. Every
+    stack fits the copy, so no frame may be guessed: a leaf sampled in an epilogue after its
+    pops still has rules for the popped registers, at slots below SP (WHOLE_STACKS)."""
+    src = tmp / "work.c"
+    src.write_text(C_WORKLOAD)
+    exe = tmp / "c_dwarf"
+    _run(["gcc", "-O2", "-g", "-o", str(exe), str(src)])
+    return _record(tmp / "c_dwarf.data", DWARF, [str(exe), "600"]), ["--app", str(tmp)]
+
+
 def rec_rust_v0(tmp: Path):
     src = tmp / "prog.rs"
     src.write_text(RUST_WORKLOAD)
@@ -363,6 +374,7 @@ RECORDINGS: dict[str, Callable] = {
     "sqlite3": rec_sqlite3,
     "xz": rec_xz,
     "g++ (cc1plus)": rec_cc1plus,
+    "c-dwarf": rec_c_dwarf,
     "rust-v0": rec_rust_v0,
     "clang-lld": rec_clang_lld,
     "go": rec_go,
@@ -370,6 +382,10 @@ RECORDINGS: dict[str, Callable] = {
     "system-wide": rec_system_wide,
     "vfork": rec_vfork,
 }
+
+
+# recordings whose every stack fits perf's stack copy: none of our frames is a guess
+WHOLE_STACKS = {"c-dwarf", "vfork"}
 
 
 @pytest.mark.parametrize("name", list(RECORDINGS))
@@ -387,3 +403,5 @@ def test_stacks_match_perf_script(name: str, tmp_path: Path) -> None:
     print(report)
     assert rep.perf >= 500, report  # a recording big enough to mean something
     assert rep.share(rep.identical) >= THRESHOLD, report
+    if name in WHOLE_STACKS:
+        assert rep.guessed == 0, report
