@@ -9,6 +9,7 @@ difference that went away (then the diff file must be updated on purpose).
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 
 import pytest
@@ -106,14 +107,22 @@ ALIASES = [(b"__hypot", b"hypot"), (b"__hypot", b"hypotf32x"),
            (b"__memmove_avx_unaligned_erms", b"__memcpy_avx_unaligned_erms"),
            (b"malloc", b"__libc_malloc"), (b"__cabs", b"cabsf64")]
 _ONE_NAME = {b: a for a, b in ALIASES}
+# the static glibc's IRELATIVE .plt slots: the elfutils the goldens were made with named them
+# after the size-0 `_init` of .init before them, today's elfutils and we give no symbol there
+# and §10.8's placeholder (expected_differences 47)
+_PLT_SLOT = re.compile(rb"<\.plt\+[0-9a-f]+>")
 
 
 def _one_alias_name(stream_path: Path, out: Path) -> Path:
-    """The stream with one name for each pair of ALIASES."""
+    """The stream with one name for each pair of ALIASES, and `_init` for a .plt slot."""
     stream = P.read_stream(stream_path.read_bytes())
+
+    def name(s: bytes) -> bytes:
+        return b"_init" if _PLT_SLOT.fullmatch(s) else _ONE_NAME.get(s, s)
+
     out.write_bytes(P.HEADER + b"".join(
-        P.encode(P.String(m.id, _ONE_NAME.get(m.string, m.string))
-                 if isinstance(m, P.String) else m, stream.flavour)
+        P.encode(P.String(m.id, name(m.string)) if isinstance(m, P.String) else m,
+                 stream.flavour)
         for m in stream.messages))
     return out
 
