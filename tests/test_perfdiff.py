@@ -51,3 +51,19 @@ def test_a_stripped_executables_start_is_the_entry() -> None:
     rep = perfdiff.compare("stripped", [perfdiff.Stack(1, 5, "x", ours[:3] + [exe])],
                            [perfdiff.Stack(1, 5, "x", perf)], _aliases({}))
     assert rep.perf_stopped_early == 0
+
+
+def test_perf_naming_a_plt_entry_after_a_size_0_symbol_agrees() -> None:
+    """perf 6.1 stretches the size-0 `_init` over the .plt.sec after it: where ours has
+    `strlen@plt` and perf `_init` of the same file, the stacks agree (not identical); any
+    other name of perf's there still differs."""
+    exe = "/prog"
+    main = perfdiff.Frame("main", "prog", exe)
+    ours = [perfdiff.Frame("strlen", "prog", exe, True), main]
+    aliases = _aliases({})
+    aliases._sizeless[exe] = {"_init"}
+    for perf_name, agrees in (("_init", True), ("other", False)):
+        perf = [perfdiff.Frame(perf_name, "prog", exe), main]
+        rep = perfdiff.compare("plt", [perfdiff.Stack(1, 5, "x", ours)],
+                               [perfdiff.Stack(1, 5, "x", perf)], aliases)
+        assert (rep.identical, rep.agreeing) == (0, int(agrees))
