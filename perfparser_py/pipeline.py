@@ -277,6 +277,8 @@ class Sink(Spaces):
             sym.prepare(proc)
         klo, khi = session.kernel_range
         in_kernel = klo <= ip < khi
+        if proc.before_exec is not None and ip_is_user(misc, in_kernel):
+            proc.exec_done()
         if not (callchain or branch_stack):
             return [], in_kernel
         return sym.callchain(proc, session.kernel, session.kernel_generation, callchain, ip,

@@ -8,7 +8,9 @@ The rules (DESIGN.md decision 6) are what the kernel did, not what upstream perf
   or a child that already has mappings) only creates the process; it never replaces the
   child's maps with the parent's (upstream bug, hotspot #783);
 * a real fork copies the parent's maps; the child's own later mmaps override them;
-* an exec (COMM with COMM_EXEC for the main thread) drops every user mapping;
+* an exec (COMM with COMM_EXEC for the main thread) drops every user mapping; until the new
+  program's first user-mode sample, an address none of its mappings covers is looked up in
+  the old ones (the kernel is still in execve, with the old program's user registers);
 * a mapping replaces whatever it overlaps (the overlapped parts of older mappings survive
   as fragments);
 * a mapping is placed by the PT_LOAD segment that covers its file offset (ElfImage.load_bias),
@@ -188,8 +190,8 @@ class AddressSpace:
 class Process:
     """Per-process state: address space, caches and unwinding history."""
 
-    __slots__ = ("cache", "chains", "chains_generation", "first_image", "history", "module_at",
-                 "perf_map", "pid", "space", "unwind_steps", "unwound")
+    __slots__ = ("before_exec", "cache", "chains", "chains_generation", "first_image",
+                 "history", "module_at", "perf_map", "pid", "space", "unwind_steps", "unwound")
 
     def __init__(self, pid: int, space: AddressSpace | None = None) -> None:
         self.pid = pid
@@ -209,8 +211,18 @@ class Process:
         self.module_at = None  # the DWARF unwinder's address -> module lookup in this space
         # unwound addresses -> location ids, valid while this space is unchanged
         self.unwound: dict[tuple[int, ...], list[int]] = {}
+        # the address space before the exec that made this process, while the kernel may
+        # still be in execve: samples there have the old program's user registers
+        self.before_exec: AddressSpace | None = None
 
     def changed(self) -> None:
+        self.cache.clear()
+
+    def exec_done(self) -> None:
+        """The new program runs in user mode: the old address space names nothing more."""
+        self.before_exec = None
+        self.chains = {}  # replaced, never cleared in place (Sink.numbered_sample)
+        self.unwound.clear()
         self.cache.clear()
 
 
@@ -253,9 +265,13 @@ class Session:
             child.first_image = parent.first_image
 
     def exec(self, pid: int) -> None:
-        """The process image was replaced: nothing mapped before survives."""
+        """The process image was replaced: nothing mapped before survives (but for the
+        samples still in execve, Process.before_exec)."""
         self.exited.pop(pid, None)
-        self.processes[pid] = Process(pid)
+        old = self.processes.get(pid)
+        new = self.processes[pid] = Process(pid)
+        if old is not None and len(old.space):
+            new.before_exec = old.space
 
     def exit(self, pid: int) -> None:
         proc = self.processes.pop(pid, None)

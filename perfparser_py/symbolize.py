@@ -43,6 +43,8 @@ class Symbolizer:
     # -- entry point ---------------------------------------------------------------------
     def frame(self, proc: Process, ip: int, is_kernel: bool) -> int:
         mapping = proc.space.find(ip)
+        if mapping is None and proc.before_exec is not None:
+            mapping = proc.before_exec.find(ip)
         if mapping is not None:
             key = (mapping.path, mapping.base_vaddr, ip - mapping.base)
             lid = self._shared.get(key)

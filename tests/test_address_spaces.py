@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpus.expect import decode, run_parser
-from tests.synth import CALLCHAIN, IP, PERIOD, TID, PipeWriter
+from tests.synth import CALLCHAIN, CONTEXT_USER, IP, PERIOD, TID, PipeWriter
 
 BASE = 0x555555554000
 LIB = 0x7F0000000000
@@ -89,6 +89,32 @@ def test_real_fork_inherits_then_exec_purges(binaries):
         (201, None, None),
         (200, "parent_work", "parentprog"),
     ]
+
+
+def test_samples_still_in_execve_name_the_old_programs_frames(binaries):
+    """The COMM exec and the new program's first MMAPs come while the kernel is still in
+    execve: a sample taken there has the old program's user registers (its ip in the old
+    libc's execve), and perf names that frame from the old maps. Only until the new program
+    runs in user mode: afterwards an old address is in no mapping."""
+    tmp, (child, csyms), (parent, psyms) = binaries
+    kernel_ip = 0xFFFFFFFF81000000
+    old_ip = LIB + psyms["parent_work"]
+    w = PipeWriter()
+    w.comm(500, 500, b"parentprog", 1)
+    w.mmap2(500, LIB, 0x5000, 0, str(parent).encode(), 2)
+    w.comm(500, 500, b"childprog", 150, exec_=True)
+    w.mmap2(500, BASE, 0x5000, 0, str(child).encode(), 160)
+    w.sample(500, 500, 170, kernel_ip, [kernel_ip, CONTEXT_USER, old_ip], kernel=True)
+    w.sample(500, 500, 200, BASE + csyms["child_spin"])  # the new program runs
+    w.sample(500, 500, 210, kernel_ip, [kernel_ip, CONTEXT_USER, old_ip], kernel=True)
+    inp = tmp / "execve.data"
+    inp.write_bytes(w.data())
+    res = run_parser(["--input", str(inp), "--app", str(tmp), "--kallsyms", "/dev/null"],
+                     timeout=60)
+    assert res.returncode == 0, res.stderr.decode()
+    samples, _ = decode(res.stdout)
+    assert [[f.sym for f in s.frames] for s in samples] == [
+        [None, "parent_work"], ["child_spin"], [None, None]]
 
 
 def test_samples_after_exit_keep_the_maps_until_the_pid_is_reused(binaries):
