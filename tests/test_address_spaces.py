@@ -40,12 +40,17 @@ def binaries(tmp_path_factory):
     return tmp, child, parent
 
 
-def _symbols_of(data: bytes, app: Path) -> list[tuple[int, str | None, str | None]]:
-    inp = app / "in.data"
+def _decoded(data: bytes, app: Path, name: str = "in.data"):
+    """(samples, stream) of the parser's run on `data` with `app` as --app."""
+    inp = app / name
     inp.write_bytes(data)
     res = run_parser(["--input", str(inp), "--app", str(app), "--kallsyms", "/dev/null"], timeout=60)
     assert res.returncode == 0, res.stderr.decode()
-    samples, _ = decode(res.stdout)
+    return decode(res.stdout)
+
+
+def _symbols_of(data: bytes, app: Path) -> list[tuple[int, str | None, str | None]]:
+    samples, _ = _decoded(data, app)
     return [(s.pid, s.frames[0].sym, s.frames[0].dso) for s in samples]
 
 
@@ -107,12 +112,7 @@ def test_samples_still_in_execve_name_the_old_programs_frames(binaries):
     w.sample(500, 500, 170, kernel_ip, [kernel_ip, CONTEXT_USER, old_ip], kernel=True)
     w.sample(500, 500, 200, BASE + csyms["child_spin"])  # the new program runs
     w.sample(500, 500, 210, kernel_ip, [kernel_ip, CONTEXT_USER, old_ip], kernel=True)
-    inp = tmp / "execve.data"
-    inp.write_bytes(w.data())
-    res = run_parser(["--input", str(inp), "--app", str(tmp), "--kallsyms", "/dev/null"],
-                     timeout=60)
-    assert res.returncode == 0, res.stderr.decode()
-    samples, _ = decode(res.stdout)
+    samples, _ = _decoded(w.data(), tmp, "execve.data")
     assert [[f.sym for f in s.frames] for s in samples] == [
         [None, "parent_work"], ["child_spin"], [None, None]]
 
@@ -147,12 +147,7 @@ def test_recording_without_timestamps_keeps_file_order(binaries):
         w.sample(300, 300, 0, BASE + csyms["child_spin"])
     w.exit(300, 0)
     w.finished_round()
-    inp = tmp / "notime.data"
-    inp.write_bytes(w.data())
-    res = run_parser(["--input", str(inp), "--app", str(tmp), "--kallsyms", "/dev/null"],
-                     timeout=60)
-    assert res.returncode == 0, res.stderr.decode()
-    samples, stream = decode(res.stdout)
+    samples, stream = _decoded(w.data(), tmp, "notime.data")
     assert [(s.frames[0].sym, s.frames[0].dso) for s in samples] == [("child_spin", "childprog")] * 4
     kinds = [type(m).__name__ for m in stream.messages if type(m).__name__ in ("Sample", "ThreadEnd")]
     assert kinds == ["Sample"] * 4 + ["ThreadEnd"]
