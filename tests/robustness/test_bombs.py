@@ -157,7 +157,8 @@ def test_a_real_recording_that_inflates_like_a_bomb_is_decoded(tmp_path):
                             capture_output=True, timeout=60).stdout
     res = run(["--app", str(tmp_path), "--kallsyms", "/dev/null", "--no-cache",
                "--input", str(data)], HANG_GUARD)
-    assert res.code == 0 and res.samples == script.count(b"\n") >= 800_000
+    # perf itself may lose a few of the switches on a busy machine: every one it has counts
+    assert res.code == 0 and res.samples == script.count(b"\n") > 700_000
 
 
 def test_a_real_compressed_recording_is_within_the_bounds():
