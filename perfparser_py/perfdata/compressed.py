@@ -47,12 +47,27 @@ class ZstdStream:
         # decompress() drains all it can from its input: each record's output is complete
         # before the next record is read (a stream writer keeps part of a full output buffer
         # back until more input comes, and at the end of the data it was lost)
-        self._zstd = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+        self._new = zstandard.ZstdDecompressor().decompressobj
+        self._zstd = self._new()
         self.record_limit = min(mmap_len, RECORD_LIMIT) if mmap_len else RECORD_LIMIT
+
+    def _decompress(self, data) -> bytes:
+        """decompress() across frame ends: a decompressobj stops at the end of its frame
+        (read_across_frames would not, but needs zstandard 0.22; perf writes one frame per
+        record), so a new one takes what follows."""
+        zstd = self._zstd
+        out = zstd.decompress(data)
+        while zstd.eof:
+            rest = zstd.unused_data
+            zstd = self._zstd = self._new()
+            if not rest:
+                break
+            out += zstd.decompress(rest)
+        return out
 
     def feed(self, payload) -> Iterator[bytes]:
         """The decompressed output of one record's payload, in chunks, as it comes out."""
-        decompress = self._zstd.decompress
+        decompress = self._decompress
         view = memoryview(payload)
         parts: list[bytes] = []
         held = out = 0
