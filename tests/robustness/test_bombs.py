@@ -141,8 +141,9 @@ int main(int argc, char **argv)
 
 def test_a_real_recording_that_inflates_like_a_bomb_is_decoded(tmp_path):
     # Samples without timestamps of an event with a fixed period are identical: perf -z
-    # (default level) compresses 19 MB of them (800 000 samples) into ~3 KB, 9000x, as dense
-    # as a bomb. Such a recording is perf's, so no ratio of the whole run can be a bound, only
+    # (default level) compresses 5 MB of them (200 000 samples) into ~2 KB, thousands of times,
+    # as dense as a bomb. (Not more: a pipe round trip costs ~60 us in a small VM, and
+    # 800 000 of them ran into the timeout in CI.) Such a recording is perf's, so no ratio of the whole run can be a bound, only
     # each record's; and every record comes out, those of the last compressed record too.
     src = tmp_path / "pingpong.c"
     src.write_text(PINGPONG)
@@ -151,14 +152,14 @@ def test_a_real_recording_that_inflates_like_a_bomb_is_decoded(tmp_path):
     data = tmp_path / "perf.data"
     subprocess.run(["perf", "record", "-N", "-q", "-z", "-m", "2048", "--no-timestamp",
                     "--per-thread", "-e", "context-switches", "-c", "1", "-o", str(data), "--",
-                    str(exe), "800000"], check=True, capture_output=True, timeout=60)
-    assert data.stat().st_size < 64 << 10
+                    str(exe), "200000"], check=True, capture_output=True, timeout=180)
+    assert data.stat().st_size < 32 << 10
     script = subprocess.run(["perf", "script", "-i", str(data), "-F", "tid"], check=True,
                             capture_output=True, timeout=60).stdout
     res = run(["--app", str(tmp_path), "--kallsyms", "/dev/null", "--no-cache",
                "--input", str(data)], HANG_GUARD)
     # perf itself may lose a few of the switches on a busy machine: every one it has counts
-    assert res.code == 0 and res.samples == script.count(b"\n") > 700_000
+    assert res.code == 0 and res.samples == script.count(b"\n") > 190_000
 
 
 def test_a_real_compressed_recording_is_within_the_bounds():
