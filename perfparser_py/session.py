@@ -205,9 +205,9 @@ class Process:
         # callchain -> location ids, valid while neither this space nor the kernel's changes
         self.chains: dict[tuple, list[int]] = {}
         self.chains_generation = 0
-        # lookup address -> compiled CFI step (unwind.dwarf), valid while this space is unchanged
-        # (and, under the key None, the walks it replays); cleared with any mapping change
-        self.unwind_steps: dict[int | None, object] = {}
+        # lookup address -> compiled CFI step (unwind.dwarf), valid while this space is
+        # unchanged; cleared with any mapping change
+        self.unwind_steps: dict[int, object] = {}
         self.module_at = None  # the DWARF unwinder's address -> module lookup in this space
         # unwound addresses -> location ids, valid while this space is unchanged
         self.unwound: dict[tuple[int, ...], list[int]] = {}

@@ -1,63 +1,87 @@
-# C types of dwarf.py when compiled (setup.py); the .py stays the source of truth. Addresses,
-# register values and masks stay Python ints: a 64-bit word is unsigned, and the walk's sums
-# (cfa + offset before the mask, mask + 1) do not fit a C integer. What is typed is the
-# objects' kinds (attribute access and dict/list/set calls in C) and the calls within the module.
+# C types of dwarf.py when compiled (setup.py); the .py stays the source of truth. The walk's
+# registers, addresses and stack words are unsigned 64-bit C integers: a word's arithmetic
+# wraps as `& mask` does for 64-bit words, and the narrower masks are applied explicitly. The
+# dict path (_dict_step, _fallback, _eval) keeps Python ints.
 
 cimport cython
 
 from perfparser_py.unwind.history cimport History
 
+cdef int NREG, _SEEN_C
+cdef object _MAX_OFFSET
+
 
 cdef class _Arch:
-    cdef public object t, word, mask, fmt, ip, sp, is_x86, arm
-    cdef public dict zero, slots
+    cdef public object t, zero, slots
+    cdef public int word, ip, sp
+    cdef public unsigned long long mask
+    cdef public bint is_x86, arm
+    cdef public _Walker walker
 
 
+cdef class Step:
+    cdef public object cfa_reg, cfa_arg, rules, ra
+    cdef public bint signal, end, ra_in_register, block
+    cdef public int c_reg, nsaved, ra_i
+    cdef public long long c_off, first, span
+    cdef int[:] saved
+    cdef long long[:] args
 
-cdef class _Suffixes(dict):
-    cdef public Py_ssize_t records, replays, words
-    cdef public _Wholes wholes
 
+cdef class _Walker:
+    cdef int word, ip, sp
+    cdef Py_ssize_t nseen, guessed
+    cdef unsigned long long mask, lo, avail, klo, khi, value
+    cdef bint arm, is_x86, kernel
+    cdef object zero, slots, extra, more, module_at
+    cdef _Arch a
+    cdef unsigned long long[:] regs, tv, seen_pc, seen_cfa
+    cdef unsigned char[:] valid, tok, seen_has
+    cdef const unsigned char[:] stack
+    cdef History history
+    cdef list frames
 
-cdef class _Wholes(dict):
-    cdef public Py_ssize_t records, replays
-
-
-cdef class _Memory:
-    cdef public object t, word, mask, fmt, unpack, stack, lo, hi, module_at, klo, khi, guessed
-    cdef public History history
-    cdef public list frames
-
-    @cython.locals(mod=tuple)
-    cpdef object read(self, object addr)
-    @cython.locals(new=dict)
-    cpdef object step(self, dict regs, tuple step)
-    cpdef object fallback(self, dict regs)
-    cpdef object eval(self, object expr, dict regs, object push)
+    @cython.locals(nregs=Py_ssize_t, keys=tuple, index=tuple, sp_index=Py_ssize_t,
+                   ip_index=Py_ssize_t, mask="unsigned long long", r=int, j=Py_ssize_t,
+                   v="unsigned long long", n=Py_ssize_t, lo="unsigned long long",
+                   room="unsigned long long", limit=Py_ssize_t, frames=list, ip=int,
+                   sp_reg=int, exact=bint, pc="unsigned long long", adj="unsigned long long",
+                   has_sp=bint, sp="unsigned long long", moved=bint, tried=bint, signal=bint,
+                   st=Step, cfa="unsigned long long", has_cfa=bint, guessed=Py_ssize_t,
+                   regs="unsigned long long[:]", valid="unsigned char[:]")
+    cpdef tuple walk(self, object sample_regs, object regs_mask, object stack, object module_at,
+                     History history, Py_ssize_t max_frames, object kernel_range, dict steps)
+    cdef bint _has(self, object reg)
+    @cython.locals(start="unsigned long long", d="unsigned long long", i=int, off="long long",
+                   v="unsigned long long", r=int, ra="unsigned long long", first="long long",
+                   regs="unsigned long long[:]", valid="unsigned char[:]")
+    cdef bint _block_step(self, Step st, unsigned long long cfa)
+    @cython.locals(i=int, r=int, addr="unsigned long long", ra="unsigned long long",
+                   mask="unsigned long long", lo="unsigned long long",
+                   regs="unsigned long long[:]", valid="unsigned char[:]",
+                   tv="unsigned long long[:]", tok="unsigned char[:]")
+    cdef bint _offsets_step(self, Step st, unsigned long long cfa)
+    @cython.locals(n=Py_ssize_t, i=Py_ssize_t, seen_pc="unsigned long long[:]",
+                   seen_cfa="unsigned long long[:]", seen_has="unsigned char[:]")
+    cdef bint _seen(self, unsigned long long pc, bint has, unsigned long long cfa)
+    @cython.locals(v="unsigned long long", b="unsigned long long", k=int,
+                   stack="const unsigned char[:]")
+    cdef unsigned long long _load(self, Py_ssize_t pos)
+    @cython.locals(v="unsigned long long", lo="unsigned long long", mod=tuple)
+    cdef bint _read(self, unsigned long long addr)
+    cpdef object read_word(self, object addr)
+    @cython.locals(r=int)
+    cdef dict _as_dict(self)
+    @cython.locals(r=object)
+    cdef _from_dict(self, dict new)
+    @cython.locals(mask=object, lo=object, new=dict)
+    cpdef object _dict_step(self, dict regs, Step st)
+    cpdef object _fallback(self, dict regs)
+    @cython.locals(mask=object)
+    cpdef object _eval(self, object expr, dict regs, object push)
 
 
 cpdef object _lookup(object module_at, object adj, object word)
 
-cpdef object _unpacker(str fmt)
-
-@cython.locals(rules=tuple, saves=list, pos=object, fmt=str)
-cpdef tuple _compile(object row, object word)
-
-@cython.locals(nregs=Py_ssize_t, suffixes=_Suffixes, regs=dict, new=dict, frames=list,
-               seen=set, mem=_Memory, trail=list, exact=bint)
-cpdef tuple _walk(_Arch a, object sample_regs, object regs_mask, object stack, object module_at,
-                  History history, object max_frames, object kernel_range, dict steps)
-
-@cython.locals(suffixes=_Suffixes, written=set, inputs=list, words=dict, needed=set,
-               control=set, addrs=list)
-cpdef _record(tuple split, list trail, list frames, set seen, bint zero_end, object stack,
-              object lo, _Arch a)
-
-cpdef _compose(_Wholes wholes, tuple key, tuple first, object frame, tuple suffix,
-               object sample_regs, dict unchanged, object stack, object lo, _Arch a)
-
-cpdef list _replay_whole(tuple whole, object sample_regs, object stack, object lo, object hi,
-                         History history, object limit)
-
-cpdef bint _replay(tuple suffix, object seen, object stack, object lo, object hi,
-                   History history, list frames, object limit)
+@cython.locals(st=Step, rules=tuple, saves=list)
+cpdef Step _compile(object row, object word)

@@ -2,12 +2,24 @@
 
 cimport cython
 
+cdef unsigned long long _MULT, _MASK64
 
-cdef class History(dict):
-    cdef public dict pending
 
-    cpdef write(self, object base, object offsets, object values)
-    cpdef object word(self, object addr)
-    cpdef bound(self)
-    @cython.locals(offsets=tuple, values=tuple, i=Py_ssize_t)
-    cpdef settle(self)
+cdef class History:
+    cdef public int bits
+    cdef public Py_ssize_t count
+    cdef unsigned long long[:] keys
+    cdef unsigned long long[:] values
+    cdef unsigned char[:] used
+    cdef public unsigned long long found
+
+    cdef _alloc(self, int bits)
+    @cython.locals(i=Py_ssize_t, last=Py_ssize_t)
+    cdef Py_ssize_t _slot(self, unsigned long long addr)
+    @cython.locals(i=Py_ssize_t)
+    cpdef put(self, unsigned long long addr, unsigned long long value)
+    @cython.locals(j=Py_ssize_t, keys="unsigned long long[:]", values="unsigned long long[:]",
+                   used="unsigned char[:]")
+    cdef _grow(self)
+    @cython.locals(i=Py_ssize_t)
+    cpdef bint find(self, unsigned long long addr)

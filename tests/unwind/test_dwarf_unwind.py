@@ -77,7 +77,6 @@ def test_recorded_dwarf_case_unwinds_full_chain() -> None:
             matching += 1
     assert selected >= 150
     assert matching >= 0.95 * selected
-    history.settle()
     assert history  # stack words are remembered for later samples
 
 
@@ -188,11 +187,11 @@ def test_guessed_frames_from_history() -> None:
     # Stack copy holds only the first return address; the next word comes from history.
     stack = _words("Q", 0x2000)
     history = History()
-    history.update({sp + 8: 0x3000, sp + 16: 0})
+    history[sp + 8] = 0x3000
+    history[sp + 16] = 0
     frames, guessed = unwind("x86_64", 2, (sp, 0x1000), mask, stack, _space(rows),
                              history, -1)
     assert frames == [0x1000, 0x1FFF, 0x2FFF]
-    history.settle()
     assert history[sp] == 0x2000
     # pc == 0 ended the unwinding, which resets the guessed marker to the end
     assert guessed == 3
@@ -327,12 +326,12 @@ def test_register_tables() -> None:
     assert table_for("mips", 2) is None
 
 
-# ---------------------------------------------------------------- replayed walk suffixes
+# ---------------------------------------------------------------- state across walks
 
 
-def test_replayed_suffixes_match_fresh_walks() -> None:
-    # a shared per-process cache replays most walks past their first frame; it must give what
-    # walking every sample from scratch gives, history included
+def test_a_shared_step_cache_walks_as_a_fresh_one() -> None:
+    # the per-process cache of compiled steps must give what compiling every row afresh
+    # gives, history included
     mask, samples, mmaps = perfdata_mini.read(str(CORPUS / "recorded" / "dwarf" / "perf.data"))
     module_at = _address_space("dwarf", "hotloop", mmaps)
     shared: dict = {}
@@ -343,62 +342,10 @@ def test_replayed_suffixes_match_fresh_walks() -> None:
                        steps=shared)
                 == unwind("x86_64", s.abi, s.regs, mask, s.stack, module_at, history_fresh,
                           1024))
-        history_shared.settle()
-        history_fresh.settle()
-        assert history_shared == history_fresh
-    assert shared[None]  # suffixes were recorded
-    assert shared[None].wholes.replays > len(samples) // 2  # and most walks replayed whole
+    assert shared and dict(history_shared.items()) == dict(history_fresh.items())
 
 
-_S = 0x7FFF_0000  # the stack pointer of every sample below
-_BASE = (_S + 32, 0, 0x2010, 0, 0x3010)  # rbx saved by the leaf, -, its return address, ...
-
-
-@pytest.mark.parametrize("rbp,words", [
-    (_S + 8, _BASE),  # replayed whole
-    (_S + 16, (0, *_BASE)),  # another frame pointer: the leaf's CFA moves
-    (_S + 16, (_S + 32, 0, 0x2010, 0x2020, 0x3010)),  # ... where the first block still matches
-    (_S + 8, (_S + 40, 0, 0x2010, 0, 0x3010, 0x3020)),  # the rbx the middle frame's CFA uses
-    (_S + 8, (_S + 32, 0, 0x2020, 0, 0x3010)),  # the leaf's return address
-    (_S + 8, (_S + 32, 0, 0x2010, 0, 0x3020)),  # the middle frame's return address
-    (_S + 8, (_S + 32, 7, 0x2010, 7, 0x3010)),  # words no step reads: replayed whole
-])
-def test_whole_walks_replay_only_what_the_sample_repeats(rbp: int, words: tuple) -> None:
-    # After a first step and a replayed suffix, the whole walk from the sample's (pc, sp) is
-    # remembered; a sample with the same (pc, sp) replays it only if every register and
-    # stack word that decided it is the same. Leaf (0x1000): CFA = rbp+16, rbx at cfa-24,
-    # ra at cfa-8. Middle (0x2000): CFA = rbx+8, ra at cfa-8. Outer (0x3000): outermost.
-    rows = [
-        Row((CFA_REG, 6, 16), {3: (OFFSET, -24), 16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100),
-        Row((CFA_REG, 3, 8), {16: (OFFSET, -8)}, 16, False, 0x2000, 0x2100),
-        Row((CFA_REG, 7, 8), {16: (UNDEF, 0)}, 16, False, 0x3000, 0x3100),
-    ]
-    mask = (1 << 1) | (1 << 6) | (1 << 7) | (1 << 8)  # rbx, rbp, rsp, rip
-    space = _space(rows)
-    steps: dict = {}
-    history, fresh_history = History(), History()
-
-    def walk(rbp: int, words: tuple) -> tuple[list[int], int]:
-        regs, stack = (0, rbp, _S, 0x1010), _words("Q", *words)
-        fresh = unwind("x86_64", 2, regs, mask, stack, space, fresh_history, -1)
-        got = unwind("x86_64", 2, regs, mask, stack, space, history, -1, steps=steps)
-        history.settle()
-        fresh_history.settle()
-        assert history == fresh_history
-        return got if got == fresh else ("differs", got, fresh)
-
-    for _ in range(3):  # recorded, replayed after the first step (and composed), whole
-        assert walk(_S + 8, _BASE) == ([0x1010, 0x200F, 0x300F], 3)
-    wholes = steps[None].wholes
-    assert wholes.replays == 1
-    expected = unwind("x86_64", 2, (0, rbp, _S, 0x1010), mask, _words("Q", *words), space,
-                      History(), -1)
-    assert walk(rbp, words) == expected
-    repeats = rbp == _S + 8 and words[0:5:2] == _BASE[0:5:2]  # the words the steps read
-    assert wholes.replays == 1 + repeats
-
-
-def test_replay_follows_changed_stack_words() -> None:
+def test_a_cached_step_follows_changed_stack_words() -> None:
     # leaf (0x1000): CFA = rsp+8. mid (0x2000): CFA = rsp+24, rbx at cfa-16, ra at cfa-8.
     # outer (0x3000-0x3100): outermost.
     rows = [
@@ -418,18 +365,16 @@ def test_replay_follows_changed_stack_words() -> None:
         return frames
 
     assert walk(0x2010, 0, 0xAA, 0x3010) == [0x1010, 0x200F, 0x300F]
-    assert walk(0x2010, 0, 0xBB, 0x3010) == [0x1010, 0x200F, 0x300F]  # replayed
-    history.settle()
+    assert walk(0x2010, 0, 0xBB, 0x3010) == [0x1010, 0x200F, 0x300F]
     assert history[sp + 16] == 0xBB  # the word as this sample has it
     assert walk(0x2010, 0, 0xBB, 0x3020) == [0x1010, 0x200F, 0x301F]  # return address moved
     assert walk(0x2010, 0, 0xBB, 0x1050) == [0x1010, 0x200F, 0x104F]  # and into the leaf
 
 
-def test_lazy_history_writes_keep_their_order() -> None:
-    # History holds the walks' writes back; a word read from it must still be the one the
-    # last sample to write that address had. Leaf (0x1000) returns into A (0x2000: rbx at
-    # cfa-16, ra at cfa-8) or B (0x2200: ra at cfa-8), both into the outermost frame (0x3000).
-    # A's rbx slot is B's return address slot (sp + 16).
+def test_a_word_read_from_history_is_the_last_one_written() -> None:
+    # Leaf (0x1000) returns into A (0x2000: rbx at cfa-16, ra at cfa-8) or B (0x2200: ra at
+    # cfa-8), both into the outermost frame (0x3000). A's rbx slot is B's return address slot
+    # (sp + 16): a walk that reads it from history gets what the last sample had there.
     rows = [
         Row((CFA_REG, 7, 8), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100),
         Row((CFA_REG, 7, 24), {3: (OFFSET, -16), 16: (OFFSET, -8)}, 16, False, 0x2000, 0x2100),
@@ -439,52 +384,67 @@ def test_lazy_history_writes_keep_their_order() -> None:
     sp = 0x7FFF_0000
     mask = (1 << 7) | (1 << 8)
     space = _space(rows)
-
-    def run(history: History, steps: dict | None, eager: bool) -> list:
-        def walk(*words: int) -> tuple[list[int], int]:
-            got = unwind("x86_64", 2, (sp, 0x1010), mask, _words("Q", *words), space, history,
-                         -1, steps=steps)
-            if eager:
-                history.settle()
-            return got
-
-        def via_a(rbx: int) -> tuple[list[int], int]:
-            return walk(0x2010, 0, rbx, 0x3010)
-
-        def via_b() -> tuple[list[int], int]:
-            return walk(0x2210, 0, 0x3010)
-
-        def read() -> tuple[list[int], int]:
-            return walk(0x2210)  # B's return address is outside this copy: history has it
-
-        return [via_a(0x3020), via_a(0x3030), via_b(), read(), via_a(0x3040), read(),
-                via_b(), read(), via_a(0x3050), via_a(0x3060), read()]
-
-    steps: dict = {}
     history = History()
-    lazy = run(history, steps, False)
-    assert steps[None].replays + steps[None].wholes.replays >= 4  # suffixes, whole walks
-    # every read sees the last write of sp + 16: B's return address or A's rbx
-    assert [lazy[i] for i in (3, 5, 7, 10)] == [
+    steps: dict = {}
+
+    def walk(*words: int) -> tuple[list[int], int]:
+        return unwind("x86_64", 2, (sp, 0x1010), mask, _words("Q", *words), space, history,
+                      -1, steps=steps)
+
+    def via_a(rbx: int) -> tuple[list[int], int]:
+        return walk(0x2010, 0, rbx, 0x3010)
+
+    def via_b() -> tuple[list[int], int]:
+        return walk(0x2210, 0, 0x3010)
+
+    def read() -> tuple[list[int], int]:
+        return walk(0x2210)  # B's return address is outside this copy: history has it
+
+    got = [via_a(0x3020), via_a(0x3030), via_b(), read(), via_a(0x3040), read(),
+           via_b(), read(), via_a(0x3050), via_a(0x3060), read()]
+    assert [got[i] for i in (3, 5, 7, 10)] == [
         ([0x1010, 0x220F, 0x300F], 2),
         ([0x1010, 0x220F, 0x303F], 2),
         ([0x1010, 0x220F, 0x300F], 2),
         ([0x1010, 0x220F, 0x305F], 2),
     ]
-    eager = History()
-    assert lazy == run(eager, {}, True) == run(History(), None, True)
-    history.settle()
-    assert history == eager and history[sp + 16] == 0x3060
+    assert history[sp + 16] == 0x3060
 
 
-def test_history_write_order() -> None:
-    pair, one = (0, 8), (0,)
+def test_history_keeps_every_address_across_growth() -> None:
+    # the table doubles as it fills: every word written stays readable, the last write wins
     h = History()
-    h[0x110] = 7
-    h.write(0x100, pair, (1, 2))
-    h.write(0x108, one, (3,))  # overwrites the pair's second word
-    assert (h.word(0x100), h.word(0x108), h.word(0x110), h.word(0x118)) == (1, 3, 7, None)
-    h.write(0x100, pair, (4, 5))  # the same address set again: now the newest write of 0x108
-    assert (h.word(0x100), h.word(0x108)) == (4, 5)
-    h.settle()
-    assert h == {0x100: 4, 0x108: 5, 0x110: 7} and not h.pending
+    addrs = [0x7FFF_0000_0000 + 8 * i for i in range(5000)] + [0, (1 << 64) - 8]
+    for k, addr in enumerate(addrs):
+        h[addr] = k
+    for k, addr in enumerate(addrs[::7]):
+        h[addr] = (1 << 64) - 1 - k
+    expected = {addr: k for k, addr in enumerate(addrs)}
+    expected.update({addr: (1 << 64) - 1 - k for k, addr in enumerate(addrs[::7])})
+    assert len(h) == len(addrs) and dict(h.items()) == expected
+    assert h.word(0x10) is None and h.word(addrs[-1]) == expected[addrs[-1]]
+    with pytest.raises(KeyError):
+        h[0x18]
+
+
+@pytest.mark.parametrize("back_to", [20, 90])
+def test_a_frame_pointer_cycle_ends_the_walk(back_to: int) -> None:
+    # aarch64 frames of one function (CFA = x29+16, x29 at cfa-16, x30 at cfa-8) chained by
+    # their frame pointers, the 100th pointing back to frame `back_to`'s: the walk stops on
+    # the first (pc, CFA) seen before, whether that is 80 frames back (past the keys the walk
+    # keeps in C arrays) or 10
+    rows = [Row((CFA_REG, 29, 16), {29: (OFFSET, -16), 30: (OFFSET, -8)}, 30, False,
+                0x1000, 0x1100)]
+    sp = 0x7000_0000
+    words = []
+    for i in range(100):
+        nxt = sp + 16 * (i + 1) if i < 99 else sp + 16 * back_to
+        words += [nxt, 0x1010]  # frame i at sp + 16 i: the caller's x29, the return address
+    regs = [0] * 33
+    regs[29], regs[30], regs[31], regs[32] = sp, 0x1010, sp, 0x1010
+    mask = (1 << 29) | (1 << 30) | (1 << 31) | (1 << 32)
+    frames, guessed = unwind("aarch64", 2, (sp, 0x1010, sp, 0x1010), mask,
+                             _words("Q", *words), _space(rows), History(), -1)
+    # frame k's CFA is frame k's x29 + 16; frame 100 has frame back_to's again
+    assert len(frames) == 101 and guessed == 101
+    assert frames[0] == 0x1010 and set(frames[1:]) == {0x100F}
