@@ -1390,6 +1390,11 @@ class DwarfInfo:
             dirs = cu.dirs
             directory = dirs[d] if 0 <= d < len(dirs) else None
             path = directory + b"/" + name if directory else name
+            if d == 0 and directory:
+                # entry 0 is the compilation directory itself (DWARF 5 §6.2.4.1, and what
+                # index 0 means in DWARF 2-4): a relative one, as `-fdebug-prefix-map=DIR=.`
+                # makes (Debian's packages: `./elf`), is not prefixed with itself again
+                return path
         if not path.startswith(b"/") and cu.comp_dir:
             path = cu.comp_dir + b"/" + path
         return path

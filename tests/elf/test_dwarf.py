@@ -4,6 +4,7 @@ expected output and addr2line's view of the recorded 'inline' case; hostile inpu
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -407,3 +408,32 @@ def test_units_are_found_with_all_some_or_none_listed_in_aranges(path: Path) -> 
         info._aranges = lambda partial=partial: partial
         assert _answers(info, addrs) == expected
         assert info._unit_offsets is not None or len(partial) == len(listed)
+
+
+@pytest.mark.parametrize("version", ["4", "5"])
+def test_a_relative_compilation_directory_is_not_doubled(tmp_path: Path, version: str) -> None:
+    """Debian's packages are built with `-fdebug-prefix-map=BUILD=.`: glibc's comp_dir is
+    `./elf` and so is entry 0 of its DWARF 5 directory table, which is the compilation
+    directory itself. A file there is `./elf/dl-load.c`, not `./elf/./elf/dl-load.c`; a
+    file in another, relative, directory is still relative to the compilation directory."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "h.h").write_text(
+        "static inline __attribute__((always_inline)) int sum(int x)\n"
+        "{ int s = 0; for (int i = 0; i < x; i++) s += i ^ x; return s; }\n")
+    (tmp_path / "sub" / "p.c").write_text(
+        '#include "h.h"\n__attribute__((noinline)) int f(int x) { return sum(x) + 1; }\n'
+        "int main(int c, char **v) { return f(c); }\n")
+    exe = tmp_path / "p"
+    subprocess.run(["gcc", f"-gdwarf-{version}", "-O1", f"-fdebug-prefix-map={tmp_path}=.",
+                    "-I../inc", "-o", str(exe), "p.c"], cwd=tmp_path / "sub", check=True)
+    syms = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
+    f = next(int(p[0], 16) for p in map(str.split, syms.splitlines()) if p[-1] == "f")
+    info = _dwarf(exe)
+    sub, _ = info.scopes_at(f)
+    assert sub.decl_file == b"./sub/p.c"
+    inlined = {(s.decl_file, s.call_file) for a in range(f, f + 16)
+               for s in (info.scopes_at(a) or (None, []))[1]}
+    assert inlined == {(b"./sub/../inc/h.h", b"./sub/p.c")}
+    files = {info.line_at(a)[0] for a in range(f, f + 64) if info.line_at(a)}
+    assert files == {b"./sub/p.c", b"./sub/../inc/h.h"}
