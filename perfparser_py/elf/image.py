@@ -43,6 +43,9 @@ DT_NULL = 0
 DT_PLTGOT = 3
 EM_ARM = 40
 EM_X86_64 = 62
+R_X86_64_IRELATIVE = 37
+# the x86-64 sections of PLT entries, each a jump through a GOT slot
+_X86_64_PLTS = frozenset({".plt", ".iplt", ".plt.sec", ".plt.got"})
 
 MACHINES = {
     2: "sparc", 3: "i386", 8: "mips", 18: "sparc", 20: "ppc", 21: "ppc64", 22: "s390",
@@ -693,23 +696,35 @@ class ElfImage:
         sec = self._section_containing(vaddr)
         if sec is None or sec.name == ".text":
             return None
-        if sec.entsize > 0:
-            name = None
-            if sec.name == ".plt":
-                slot = (vaddr - sec.addr) // sec.entsize
-                if slot > 0:
-                    name = self._plt_name(slot)
-            elif sec.name in (".plt.sec", ".plt.got") and self.e_machine == EM_X86_64:
-                entry = vaddr - (vaddr - sec.addr) % sec.entsize
-                name = self._jump_slot_name(entry, sec.entsize)
-            if name is not None:
-                return name
+        name = None
+        if self.e_machine == EM_X86_64 and sec.name in _X86_64_PLTS:
+            size = sec.entsize or self._x86_64_plt_entry_size(sec)
+            name = self._jump_slot_name(vaddr - (vaddr - sec.addr) % size, size)
+        if name is None and sec.entsize > 0 and sec.name == ".plt":  # (IBT: no jump to a slot)
+            slot = (vaddr - sec.addr) // sec.entsize
+            if slot > 0:
+                name = self._plt_name(slot)
+        if name is not None:
+            return name
         return f"<{sec.name}+{vaddr:x}>"
 
+    def _x86_64_plt_entry_size(self, sec: _Section) -> int:
+        """Entry size of an x86-64 PLT whose header gives none (lld's `.plt` and `.iplt`, GNU
+        ld's `.plt` of a static executable): 16, the lazy entry of both linkers, unless the
+        section starts with two `jmp *slot(%rip)` 8 bytes apart, GNU ld's 8-byte entries
+        (`jmp *slot(%rip); xchg %ax,%ax`) of IFUNC slots in a static executable."""
+        code = self.read(sec.addr, 10)
+        if code is not None and code[:2] == code[8:10] == b"\xff\x25":
+            return 8
+        return 16
+
     def _jump_slot_name(self, entry: int, size: int) -> str | None:
-        """`name@plt` for an x86-64 .plt.sec (IBT: `endbr64; bnd jmp *slot(%rip)`) or .plt.got
-        entry, by the GOT slot its jump reads, as perf ≥ 6.2 names them: upstream, and perf
-        6.1 (which names them after the sizeless `_init` before), have no name there."""
+        """`name@plt` for an x86-64 PLT entry (`.plt`, `.iplt`; `.plt.sec` with IBT:
+        `endbr64; bnd jmp *slot(%rip)`; `.plt.got`) by the GOT slot its jump reads, as
+        objdump labels it and perf ≥ 6.3 names it; none for a lazy PLT's header, whose jump
+        reads the resolver's reserved slot. Upstream names `.plt` entries by their index
+        (SEMANTICS §10.8), not the others; perf 6.1 names those after the sizeless `_init`
+        before them."""
         code = self.read(entry, size)
         at = -1 if code is None else code.find(b"\xff\x25")  # jmp *disp32(%rip)
         if at < 0 or at + 6 > len(code):
@@ -720,6 +735,8 @@ class ElfImage:
     def _plt_name(self, slot: int) -> str | None:
         if self._plt is None:
             self._plt = self._build_plt()
+        if not self._plt[0]:  # no DT_PLTGOT
+            return None
         return self._plt_name_at(self._plt[0] + (slot + 2) * (8 if self.is_64 else 4))
 
     def _plt_name_at(self, slot_addr: int) -> str | None:
@@ -732,18 +749,22 @@ class ElfImage:
             start, end = name
             name = names[slot_addr] = (
                 demangle(strs[start:end].decode("utf-8", "surrogateescape")) + "@plt")
+        elif type(name) is int:  # an IFUNC's slot: its resolver's symbol names it
+            hit = self.symbol_at(name)
+            name = names[slot_addr] = hit[0] + "@plt" if hit and hit[1] == name else None
         return name
 
-    def _build_plt(self) -> tuple[int, dict[int, str | tuple[int, int]], bytes]:
-        """(address of the GOT section holding DT_PLTGOT, GOT slot address -> `name@plt` or
-        the (start, end) of its mangled name in the dynamic string table, that table)."""
-        out: dict[int, str | tuple[int, int]] = {}
-        dyn = self._by_name.get(".dynamic")
-        if dyn is None or dyn.type == SHT_NOBITS:
-            return (0, out, b"")
+    def _build_plt(self) -> tuple[int, dict[int, str | tuple[int, int] | int], bytes]:
+        """(address of the GOT section holding DT_PLTGOT or 0, GOT slot address -> `name@plt`,
+        the (start, end) of its mangled name in the dynamic string table, or (x86-64) the
+        IFUNC resolver address an IRELATIVE relocation fills it from; that string table).
+        IRELATIVE slots are what a static executable's PLT jumps through (its relocations
+        are linked to no symbol table) and libc's own calls of its IFUNCs (`memcpy`)."""
+        out: dict[int, str | tuple[int, int] | int] = {}
         fmt = self._e + ("qQ" if self.is_64 else "iI")
         step = struct.calcsize(fmt)
-        raw = self._raw_section(dyn)
+        dyn = self._by_name.get(".dynamic")
+        raw = b"" if dyn is None or dyn.type == SHT_NOBITS else self._raw_section(dyn)
         pltgot = None
         for off in range(0, len(raw) - step + 1, step):
             tag, val = struct.unpack_from(fmt, raw, off)
@@ -752,17 +773,18 @@ class ElfImage:
             if tag == DT_PLTGOT:
                 pltgot = val
         got = None if pltgot is None else self._section_containing(pltgot)
-        dynsym = self._table(SHT_DYNSYM)
-        if got is None or dynsym is None:
-            return (0, out, b"")
-        syms, strs = dynsym
+        syms, strs = self._table(SHT_DYNSYM) or (b"", b"")
         sym_size = struct.calcsize(self._e + ("IBBHQQ" if self.is_64 else "IIIBBH"))
         name_at = struct.Struct(self._e + "I").unpack_from  # st_name leads both layouts
         strs_b = bytes(strs)
+        type_mask = 0xFFFFFFFF if self.is_64 else 0xFF
         for s in self._sections:
-            if s.type not in (SHT_REL, SHT_RELA) or s.type == SHT_NOBITS:
+            if s.type not in (SHT_REL, SHT_RELA):
                 continue
-            if not 0 < s.link < len(self._sections) or self._sections[s.link].type != SHT_DYNSYM:
+            linked = (syms and 0 < s.link < len(self._sections)
+                      and self._sections[s.link].type == SHT_DYNSYM)
+            ifuncs = s.type == SHT_RELA and self.e_machine == EM_X86_64
+            if not (linked or ifuncs):
                 continue
             if self.is_64:
                 rfmt = self._e + ("QQq" if s.type == SHT_RELA else "QQ")
@@ -772,11 +794,16 @@ class ElfImage:
             rraw = self._raw_section(s)
             for rel in struct.iter_unpack(rfmt, rraw[:len(rraw) - len(rraw) % rsize]):
                 r_offset, r_info = rel[0], rel[1]
+                if r_offset in out:
+                    continue
+                if ifuncs and r_info & type_mask == R_X86_64_IRELATIVE:
+                    out[r_offset] = rel[2]
+                    continue
                 symi = r_info >> 32 if self.is_64 else r_info >> 8
-                if symi == 0 or (symi + 1) * sym_size > len(syms) or r_offset in out:
+                if not linked or symi == 0 or (symi + 1) * sym_size > len(syms):
                     continue
                 name_off = name_at(syms, symi * sym_size)[0]
                 end = strs_b.find(b"\0", name_off)
                 if end > name_off:
                     out[r_offset] = (name_off, end)
-        return (got.addr, out, strs_b)
+        return (0 if got is None else got.addr, out, strs_b)

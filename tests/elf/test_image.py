@@ -122,7 +122,8 @@ def test_plt_and_section_fallback_names(corpus_dir: Path, built: dict[str, Path]
     static = corpus_dir / "upstream/vector_static_clang/vector_static_clang_v8.0.1"
     image = ElfImage.open(str(static))
     assert image.symbol_at(0x401060) is None
-    assert image.fallback_name(0x401060) == "<.plt+401060>"
+    init = ELFFile(open(static, "rb")).get_section_by_name(".init")["sh_addr"]
+    assert image.fallback_name(init + 1) == f"<.init+{init + 1:x}>"
     assert image.fallback_name(image.symbol_at(0x401200)[1] if image.symbol_at(0x401200)
                                else 0x401200) is None  # .text gets no fallback name
     image = ElfImage.open(str(built["pie"]))
@@ -354,3 +355,73 @@ def test_plt_sec_and_plt_got_entries_are_name_at_plt(tmp_path, flags):
     for addr, name in labels.items():
         assert image.symbol_at(addr) is None
         assert image.fallback_name(addr) == image.fallback_name(addr + 5) == name
+
+
+IFUNC_SOURCE = r"""
+#include <stdio.h>
+#include <string.h>
+static int twice(int x) { return 2 * x; }
+static int (*pick(void))(int) { return twice; }
+int scaled(int) __attribute__((ifunc("pick"), visibility("hidden")));
+int use(int c, char **v) { char b[64]; memcpy(b, v[0], 8); b[8] = 0; return scaled(c) + (int)strlen(b); }
+"""
+
+
+def _plt_jumps(exe: Path, section: str) -> dict[int, int]:
+    """Address of each `jmp *slot(%rip)` in `section` -> the GOT slot it reads (objdump)."""
+    out = subprocess.run(["objdump", "-d", "-j", section, str(exe)], capture_output=True,
+                         text=True, check=True).stdout
+    return {int(a, 16): int(slot, 16) for a, slot in
+            re.findall(r"^ *([0-9a-f]+):\s+(?:[0-9a-f]{2} )+\s*(?:bnd )?jmp\s+\*0x[0-9a-f]+"
+                       r"\(%rip\)\s+# ([0-9a-f]+)", out, re.M)}
+
+
+def _slot_names(exe: Path) -> dict[int, set[str]]:
+    """GOT slot -> the names its entry may have: `sym@plt` of the symbol its relocation
+    names, or of any symbol at the address an IRELATIVE relocation gives (readelf, nm)."""
+    at: dict[int, set[str]] = {}
+    for value, _size, _t, name in nm_symbols(exe):
+        at.setdefault(value, set()).add(name + "@plt")
+    out = subprocess.run(["readelf", "-rW", str(exe)], capture_output=True, text=True,
+                         check=True).stdout
+    names: dict[int, set[str]] = {}
+    for line in out.splitlines():
+        p = line.split()
+        if len(p) >= 4 and p[2] == "R_X86_64_IRELATIVE":
+            names[int(p[0], 16)] = at.get(int(p[3], 16), set())
+        elif len(p) >= 5 and p[2] == "R_X86_64_JUMP_SLOT":
+            names[int(p[0], 16)] = {p[4].split("@")[0] + "@plt"}
+    return names
+
+
+@pytest.mark.parametrize("build", ["static", "static-pie", "shared", "lld", "lld-static"])
+def test_ifunc_and_lld_plt_entries_are_named(tmp_path: Path, build: str) -> None:
+    """A static executable calls glibc's string functions through `.plt` (GNU ld: 8-byte
+    entries, no header, no section entry size) or `.iplt` (lld) slots that IRELATIVE
+    relocations fill from an IFUNC resolver; a shared object calls its own IFUNCs so (libc's
+    `memcpy`), and lld's `.plt` gives no entry size either. Each entry is `name@plt` of the
+    resolver's symbol, as perf ≥ 6.3 names it, or of the relocation's symbol; the lazy
+    PLT's header stays unnamed."""
+    src = tmp_path / "p.c"
+    src.write_text(IFUNC_SOURCE + ("" if build == "shared" else
+                                   "int main(int c, char **v) { return use(c, v); }\n"))
+    exe = tmp_path / "p"
+    cc, flags = {"static": ("gcc", ["-static"]), "static-pie": ("gcc", ["-static-pie"]),
+                 "shared": ("gcc", ["-shared", "-fPIC"]),
+                 "lld": ("clang", ["-fuse-ld=lld"]),
+                 "lld-static": ("clang", ["-fuse-ld=lld", "-static"])}[build]
+    subprocess.run([cc, "-O1", "-fno-builtin", *flags, "-o", str(exe), str(src)], check=True)
+    slots = _slot_names(exe)
+    image = ElfImage.open(str(exe))
+    checked = 0
+    for section in (".plt", ".iplt"):
+        if image.section(section) is None:
+            continue
+        for addr, slot in _plt_jumps(exe, section).items():
+            got = image.fallback_name(addr + 2)
+            if slot in slots:
+                assert got in slots[slot], (hex(addr), got, slots[slot])
+                checked += 1
+            else:  # the header's jump to the lazy resolver
+                assert got == f"<{section}+{addr + 2:x}>"
+    assert checked >= (2 if build.startswith("lld") and build != "lld-static" else 3)
