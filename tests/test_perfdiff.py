@@ -69,3 +69,18 @@ def test_perf_naming_a_plt_entry_after_a_size_0_symbol_agrees() -> None:
         rep = perfdiff.compare("plt", [perfdiff.Stack(1, 5, "x", ours)],
                                [perfdiff.Stack(1, 5, "x", perf)], aliases)
         assert (rep.identical, rep.agreeing) == (0, int(agrees))
+
+
+def test_perf_without_a_name_for_the_signal_trampoline_agrees() -> None:
+    """A handler returns to libc's `__restore_rt`; perf looks that frame up at its address
+    less one, before the symbol, and has no name: agreeing, not identical. perf without a
+    name for any other frame still differs."""
+    handler = perfdiff.Frame("handler", "prog", "/prog")
+    main = perfdiff.Frame("main", "prog", "/prog")
+    nameless = perfdiff.Frame(None, "libc.so.6", LIBC)
+    for ours_name, agrees in (("__restore_rt", True), ("memcpy", False)):
+        ours = [handler, perfdiff.Frame(ours_name, "libc.so.6", LIBC), main]
+        rep = perfdiff.compare("signal", [perfdiff.Stack(1, 5, "x", ours)],
+                               [perfdiff.Stack(1, 5, "x", [handler, nameless, main])],
+                               _aliases({}))
+        assert (rep.identical, rep.agreeing) == (0, int(agrees))
