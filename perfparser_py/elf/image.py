@@ -740,7 +740,8 @@ class ElfImage:
         return self._plt_name_at(self._plt[0] + (slot + 2) * (8 if self.is_64 else 4))
 
     def _plt_name_at(self, slot_addr: int) -> str | None:
-        """`name@plt` of the dynamic symbol whose relocation fills GOT slot `slot_addr`."""
+        """`name@plt` of the dynamic symbol whose relocation fills GOT slot `slot_addr`, or of
+        the symbol at the IFUNC resolver an IRELATIVE one fills it from."""
         if self._plt is None:
             self._plt = self._build_plt()
         _got_addr, names, strs = self._plt
