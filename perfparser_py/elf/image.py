@@ -750,9 +750,12 @@ class ElfImage:
             start, end = name
             name = names[slot_addr] = (
                 demangle(strs[start:end].decode("utf-8", "surrogateescape")) + "@plt")
-        elif type(name) is int:  # an IFUNC's slot: its resolver's symbol names it
+        elif type(name) is int:  # an IFUNC's slot: its resolver's symbol names it, without
+            # the version a .symtab name can carry (glibc's `memcpy@@GLIBC_2.14`), as the
+            # .dynsym names of the other slots are
             hit = self.symbol_at(name)
-            name = names[slot_addr] = hit[0] + "@plt" if hit and hit[1] == name else None
+            name = names[slot_addr] = (hit[0].partition("@")[0] + "@plt"
+                                       if hit and hit[1] == name else None)
         return name
 
     def _build_plt(self) -> tuple[int, dict[int, str | tuple[int, int] | int], bytes]:

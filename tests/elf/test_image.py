@@ -376,12 +376,13 @@ def _plt_jumps(exe: Path, section: str) -> dict[int, int]:
                        r"\(%rip\)\s+# ([0-9a-f]+)", out, re.M)}
 
 
-def _slot_names(exe: Path) -> dict[int, set[str]]:
+def _slot_names(exe: Path, symbols: Path | None = None) -> dict[int, set[str]]:
     """GOT slot -> the names its entry may have: `sym@plt` of the symbol its relocation
-    names, or of any symbol at the address an IRELATIVE relocation gives (readelf, nm)."""
+    names, or of any symbol at the address an IRELATIVE relocation gives (readelf; nm of
+    `symbols`, default `exe`, without a symbol version)."""
     at: dict[int, set[str]] = {}
-    for value, _size, _t, name in nm_symbols(exe):
-        at.setdefault(value, set()).add(name + "@plt")
+    for value, _size, _t, name in nm_symbols(symbols or exe):
+        at.setdefault(value, set()).add(name.partition("@")[0] + "@plt")
     out = subprocess.run(["readelf", "-rW", str(exe)], capture_output=True, text=True,
                          check=True).stdout
     names: dict[int, set[str]] = {}
@@ -425,3 +426,20 @@ def test_ifunc_and_lld_plt_entries_are_named(tmp_path: Path, build: str) -> None
             else:  # the header's jump to the lazy resolver
                 assert got == f"<{section}+{addr + 2:x}>"
     assert checked >= (2 if build.startswith("lld") and build != "lld-static" else 3)
+
+
+def test_libcs_own_ifunc_calls_are_named_without_symbol_versions(corpus_dir: Path) -> None:
+    """libc.so calls its own IFUNCs (`memcpy`) through `.plt` slots IRELATIVE relocations
+    fill; with its debug file the resolver's symbol is a .symtab name that can carry its
+    version (`memcpy@@GLIBC_2.14`): the entry is `memcpy@plt`, as a .dynsym slot is named."""
+    sysroot = corpus_dir / "sysroot"
+    path = sysroot / "usr/lib/x86_64-linux-gnu/libc.so.6"
+    debug_path = next((sysroot / "usr/lib/debug/.build-id").rglob("*.debug"))
+    libc = ElfImage.open(str(path))
+    libc.attach_debug(ElfImage.open(str(debug_path)))
+    slots = _slot_names(path, debug_path)
+    names = [(libc.fallback_name(addr + 2), slots.get(slot))
+             for addr, slot in _plt_jumps(path, ".plt").items()]
+    ifuncs = [got for got, want in names if want and got in want and got.startswith("mem")]
+    assert ifuncs and all("@" not in got[:-4] for got, _ in names if got[0] != "<")
+    assert all(got in want for got, want in names if want)
