@@ -47,6 +47,34 @@ def recorded_frame_count(e, kernel_range: tuple[int, int]) -> int:
                                 e.branch_stack))
 
 
+class ModuleLookup:
+    """The DWARF unwinder's view of one process's address space (unwind.dwarf's module_at):
+    runtime address -> (image, bias, CFI) | None, and where that answer is None around an
+    address, so that a walk reading many stack words outside its copy asks once."""
+
+    __slots__ = ("space", "cfis", "cfi_for")
+
+    def __init__(self, space, cfis: dict[int, object], cfi_for) -> None:
+        self.space = space
+        self.cfis = cfis  # id(image) -> its Cfi | None, shared by the processes
+        self.cfi_for = cfi_for
+
+    def __call__(self, pc: int):
+        m = self.space.find(pc)
+        if m is None or m.image is None:
+            return None
+        key = id(m.image)
+        cfi = self.cfis.get(key, False)
+        if cfi is False:
+            cfi = self.cfis[key] = self.cfi_for(m.image)
+        return m.image, m.bias, cfi
+
+    def no_image_span(self, addr: int) -> tuple[int, int] | None:
+        """[start, end) around `addr` where every address answers None, else None."""
+        start, end, m = self.space.span_at(addr)
+        return None if m is not None and m.image is not None else (start, end)
+
+
 class Spaces:
     """Every process's address space, rebuilt from the time-ordered mmap and task events, and
     DWARF unwinding against it: what both the Sink and, in a split run, the reading process
@@ -116,30 +144,13 @@ class Spaces:
             return [], 0
         module_at = proc.module_at
         if module_at is None:  # one per process: made per sample, it was ~1 % of a DWARF run
-            module_at = proc.module_at = self._module_lookup(proc.space)
+            module_at = proc.module_at = ModuleLookup(proc.space, self._cfi, self.unwinder[1])
         history = proc.history
         if history is None:
             history = proc.history = History()
         return self.unwinder[0](self.arch, e.regs_abi, e.regs, e.attr.sample_regs_user, e.stack,
                                 module_at, history, limit,
                                 self.session.kernel_range, proc.unwind_steps)
-
-    def _module_lookup(self, space):
-        """The unwinder's module_at for `space`: runtime address -> (image, bias, CFI) | None."""
-        cfis = self._cfi
-        cfi_for = self.unwinder[1]
-
-        def module_at(pc: int):
-            m = space.find(pc)
-            if m is None or m.image is None:
-                return None
-            key = id(m.image)
-            cfi = cfis.get(key, False)
-            if cfi is False:
-                cfi = cfis[key] = cfi_for(m.image)
-            return m.image, m.bias, cfi
-
-        return module_at
 
     def set_arch(self, name: str) -> None:
         """The recorded machine's architecture (`uname -m` style, SEMANTICS §11.5)."""

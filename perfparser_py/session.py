@@ -137,6 +137,16 @@ class AddressSpace:
                 return m
         return None
 
+    def span_at(self, addr: int) -> tuple[int, int, Mapping | None]:
+        """(start, end, mapping) of the mapping holding `addr`, else of the gap around it
+        (mapping None; the address space's ends bound the first and last gaps)."""
+        maps = self._maps
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i >= 0 and addr < maps[i].end:
+            return maps[i].start, maps[i].end, maps[i]
+        return (maps[i].end if i >= 0 else 0,
+                maps[i + 1].start if i + 1 < len(maps) else 1 << 64, None)
+
     def base_for(self, path: bytes, start: int, bias: int | None) -> int:
         """Start of the nearest pgoff-0 piece of the same module (file and bias) below
         `start`, else `start`. A piece of another placement of the file is not the base."""

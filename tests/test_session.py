@@ -169,3 +169,17 @@ def test_only_the_main_threads_exec_and_exit_change_the_process():
     assert _paths(session, 11) == []
     session.task(ev.ExitEvent(10, 1, 10, 1, 9, 9, 0, 0, 0))
     assert 10 not in session.processes and 10 in session.exited
+
+
+def test_span_at_is_the_mapping_or_the_gap_around_an_address() -> None:
+    from perfparser_py.session import AddressSpace
+
+    a = Mapping(0x1000, 0x2000, 0, b"/a", None, None, 0, 0x1000)
+    b = Mapping(0x5000, 0x6000, 0, b"/b", None, None, 0, 0x5000)
+    space = AddressSpace([a, b])
+    assert space.span_at(0x1000) == (0x1000, 0x2000, a)
+    assert space.span_at(0x1FFF) == (0x1000, 0x2000, a)
+    assert space.span_at(0x2000) == (0x2000, 0x5000, None)
+    assert space.span_at(0x10) == (0, 0x1000, None)
+    assert space.span_at(0x6000) == (0x6000, 1 << 64, None)
+    assert AddressSpace().span_at(0x1234) == (0, 1 << 64, None)

@@ -31,7 +31,7 @@ cdef class Step:
 cdef class _Walker:
     cdef int word, ip, sp
     cdef Py_ssize_t nseen, guessed
-    cdef unsigned long long mask, lo, avail, klo, khi, value
+    cdef unsigned long long mask, lo, avail, klo, khi, nlo, nhi, value
     cdef bint arm, is_x86, kernel
     cdef object zero, slots, extra, more, module_at
     cdef _Arch a
@@ -69,6 +69,7 @@ cdef class _Walker:
     cdef unsigned long long _load(self, Py_ssize_t pos)
     @cython.locals(v="unsigned long long", lo="unsigned long long", mod=tuple)
     cdef bint _read(self, unsigned long long addr)
+    cdef _no_module_around(self, unsigned long long addr)
     cpdef object read_word(self, object addr)
     @cython.locals(r=int)
     cdef dict _as_dict(self)

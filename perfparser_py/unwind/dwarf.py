@@ -219,7 +219,8 @@ class _Walker:
 
     __slots__ = ("word", "mask", "ip", "sp", "arm", "is_x86", "zero", "slots", "a",
                  "regs", "valid", "extra", "tv", "tok", "stack", "lo", "avail",
-                 "module_at", "history", "kernel", "klo", "khi", "frames", "guessed", "value",
+                 "module_at", "history", "kernel", "klo", "khi", "nlo", "nhi", "frames", "guessed",
+                 "value",
                  "nseen", "seen_pc", "seen_cfa", "seen_has", "more")
 
     def __init__(self, a: _Arch) -> None:
@@ -235,7 +236,8 @@ class _Walker:
         self.seen_has = bytearray(_SEEN_C)
         self.extra = self.more = self.module_at = self.history = self.frames = None
         self.stack = b""
-        self.lo = self.avail = self.klo = self.khi = self.value = self.nseen = 0
+        self.lo = self.avail = self.klo = self.khi = self.value = self.nseen = self.nhi = 0
+        self.nlo = 1
         self.kernel = False
         self.guessed = -1
 
@@ -277,6 +279,7 @@ class _Walker:
         if self.kernel:
             self.klo, self.khi = klo, khi - 1  # khi inclusive: the range may end at 2**64
         self.guessed = -1
+        self.nlo, self.nhi = 1, 0  # no span known without modules yet (_no_module_around)
         self.nseen = 0
         self.more = None
         limit = max_frames if max_frames >= 0 else _HARD_MAX_FRAMES
@@ -447,19 +450,31 @@ class _Walker:
             return True
         if self.kernel and self.klo <= addr <= self.khi:
             return False
-        mod = self.module_at(addr)
-        if mod is not None:
-            data = mod[0].read(addr - mod[1], self.word)
-            if data is None or len(data) != self.word:
-                return False
-            self.value = int.from_bytes(data, "little")
-            return True
+        if not self.nlo <= addr <= self.nhi:
+            mod = self.module_at(addr)
+            if mod is not None:
+                data = mod[0].read(addr - mod[1], self.word)
+                if data is None or len(data) != self.word:
+                    return False
+                self.value = int.from_bytes(data, "little")
+                return True
+            self._no_module_around(addr)
         if self.history.find(addr):
             if self.guessed < 0:
                 self.guessed = len(self.frames)
             self.value = self.history.found
             return True
         return False
+
+    def _no_module_around(self, addr: int) -> None:
+        """Remember where, around `addr`, module_at answers None as it did for `addr`, if it
+        can say (pipeline.ModuleLookup.no_image_span): the stack words a walk reads outside
+        its copy lie in one such span, the rest of the [stack] mapping."""
+        spans = getattr(self.module_at, "no_image_span", None)
+        if spans is not None:
+            span = spans(addr)
+            if span is not None:
+                self.nlo, self.nhi = span[0], span[1] - 1  # inclusive: a span may end at 2**64
 
     def read_word(self, addr: int) -> int | None:
         """The dict path's read of one word (`_read`), None where it cannot be read."""

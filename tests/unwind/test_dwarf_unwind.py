@@ -448,3 +448,33 @@ def test_a_frame_pointer_cycle_ends_the_walk(back_to: int) -> None:
     # frame k's CFA is frame k's x29 + 16; frame 100 has frame back_to's again
     assert len(frames) == 101 and guessed == 101
     assert frames[0] == 0x1010 and set(frames[1:]) == {0x100F}
+
+
+def test_words_outside_the_copy_ask_for_their_module_once_per_span() -> None:
+    # ten frames (CFA = rsp+16, ra at cfa-8) whose return addresses all lie past the stack
+    # copy, in history: a module_at that can name the span without modules around the first
+    # such word (pipeline.ModuleLookup) is asked about stack words once; the frames are those
+    # of one that cannot
+    rows = [Row((CFA_REG, 7, 16), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100)]
+    sp = 0x7FFF_0000
+    mask = (1 << 7) | (1 << 8)
+    code = _space(rows)
+    asked: list[int] = []
+
+    class Spans:
+        def __call__(self, addr: int):
+            if addr >= sp:
+                asked.append(addr)
+            return code(addr)
+
+        def no_image_span(self, addr: int):
+            return (sp, sp + 0x10000) if sp <= addr < sp + 0x10000 else None
+
+    history = History()
+    for i in range(10):
+        history[sp + 16 * i + 8] = 0x1010
+    history[sp + 16 * 10 + 8] = 0
+    walks = [unwind("x86_64", 2, (sp, 0x1010), mask, _words("Q", 0), module_at, history, -1)
+             for module_at in (code, Spans())]
+    assert walks[0] == walks[1] and len(walks[0][0]) == 11
+    assert asked == [sp + 8]
