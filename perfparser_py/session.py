@@ -168,15 +168,15 @@ class AddressSpace:
             i += 1
         return False
 
-    def insert(self, new: Mapping) -> bool:
-        """Insert `new`, cutting what it overlaps. Returns True if anything was replaced."""
-        return self._replace(new.start, new.end, [new])
+    def insert(self, new: Mapping) -> None:
+        """Insert `new`, cutting what it overlaps."""
+        self._replace(new.start, new.end, [new])
 
-    def remove(self, start: int, end: int) -> bool:
-        """Unmap [start, end). Returns True if anything was mapped there."""
-        return self._replace(start, end, [])
+    def remove(self, start: int, end: int) -> None:
+        """Unmap [start, end)."""
+        self._replace(start, end, [])
 
-    def _replace(self, start: int, end: int, new: list[Mapping]) -> bool:
+    def _replace(self, start: int, end: int, new: list[Mapping]) -> None:
         maps, starts = self._maps, self._starts
         lo = bisect.bisect_right(starts, start) - 1
         if lo < 0 or maps[lo].end <= start:
@@ -190,11 +190,9 @@ class AddressSpace:
             if old.end > end:
                 keep.append(old.piece(end, old.end))
             hi += 1
-        replaced = hi > lo
         pieces = sorted([*keep, *new], key=lambda m: m.start)
         maps[lo:hi] = pieces
         starts[lo:hi] = [m.start for m in pieces]
-        return replaced
 
 
 class Process:
@@ -207,7 +205,8 @@ class Process:
         self.pid = pid
         self.space = space if space is not None else AddressSpace()
         self.first_image = None  # first ELF mapped: picks the unwinder's machine
-        self.cache: dict[int, int] = {}  # ip -> location id for addresses outside mappings
+        # ip -> location id (symbolize.Symbolizer.frame), valid while this space is unchanged
+        self.cache: dict[int, int] = {}
         # the DWARF unwinder's own state (stack words seen in earlier samples), made and
         # read only by it: an unwind.history.History from its first use
         self.history = None
@@ -224,9 +223,6 @@ class Process:
         # the address space before the exec that made this process, while the kernel may
         # still be in execve: samples there have the old program's user registers
         self.before_exec: AddressSpace | None = None
-
-    def changed(self) -> None:
-        self.cache.clear()
 
     def exec_done(self) -> None:
         """The new program runs in user mode: the old address space names nothing more."""
@@ -337,13 +333,15 @@ class Session:
         if mapping.image is not None and proc.first_image is None:
             proc.first_image = mapping.image
         self._invalidate(pid, proc, mapping.start, mapping.end, mapping.image is not None)
-        self._changed(pid, proc, proc.space.insert(mapping))
+        proc.space.insert(mapping)
+        self._changed(pid, proc)
 
     def remove_kernel_range(self, start: int, end: int) -> None:
         """Kernel code at [start, end) is gone (a BPF program unloaded)."""
         kernel = self.kernel
         self._invalidate(KERNEL_PID, kernel, start, end, False)
-        self._changed(KERNEL_PID, kernel, kernel.space.remove(start, end))
+        kernel.space.remove(start, end)
+        self._changed(KERNEL_PID, kernel)
 
     def _invalidate(self, pid: int, proc: Process, start: int, end: int, image: bool) -> None:
         """Before proc's space changes at [start, end): drop what the change invalidates."""
@@ -354,12 +352,11 @@ class Session:
             # answer (cc1plus maps ~150 of them, each clearing what its samples had built)
             proc.unwind_steps.clear()
         proc.unwound.clear()
+        proc.cache.clear()
         if pid == KERNEL_PID:
             self.kernel_generation += 1
 
-    def _changed(self, pid: int, proc: Process, replaced: bool) -> None:
-        if replaced:
-            proc.changed()
+    def _changed(self, pid: int, proc: Process) -> None:
         if pid == KERNEL_PID:
             maps = proc.space._maps
             self.kernel_range = (maps[0].start, maps[-1].end) if maps else (0, 0)

@@ -42,6 +42,12 @@ class Symbolizer:
 
     # -- entry point ---------------------------------------------------------------------
     def frame(self, proc: Process, ip: int, is_kernel: bool) -> int:
+        # per process first: one dict lookup, where the shared key takes a mapping lookup
+        # and a tuple (DWARF stacks rarely repeat whole, their addresses do)
+        cache = proc.cache
+        lid = cache.get(ip)
+        if lid is not None:
+            return lid
         mapping = proc.space.find(ip)
         if mapping is None and proc.before_exec is not None:
             mapping = proc.before_exec.find(ip)
@@ -50,10 +56,10 @@ class Symbolizer:
             lid = self._shared.get(key)
             if lid is None:
                 lid = self._shared[key] = self._resolve(proc, mapping, ip, is_kernel)
-            return lid
-        lid = proc.cache.get(ip)
-        if lid is None:
-            lid = proc.cache[ip] = self._unmapped(proc, ip, is_kernel)
+        else:
+            lid = self._unmapped(proc, ip, is_kernel)
+        self._memo_room(cache, 0)
+        cache[ip] = lid
         return lid
 
     def callchain(self, proc: Process, kernel: Process, kernel_generation: int, callchain,
