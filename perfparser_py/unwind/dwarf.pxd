@@ -24,8 +24,7 @@ cdef class Step:
     cdef public bint signal, end, ra_in_register, block
     cdef public int c_reg, nsaved, ra_i
     cdef public long long c_off, first, span
-    cdef int[:] saved
-    cdef long long[:] args
+    cdef tuple saved, args
 
 
 cdef class _Walker:

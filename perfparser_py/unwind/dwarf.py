@@ -185,14 +185,15 @@ def _compile(row, word: int) -> Step:
                     and all([0 <= reg < NREG and -_MAX_OFFSET < arg < _MAX_OFFSET
                              for arg, reg in saves]))
     if st.block:
-        st.saved = array("i", [reg for _arg, reg in saves])
-        st.args = array("q", [arg for arg, _reg in saves])
+        # tuples: a program has up to ~10^5 rows, and a typed memoryview costs ~0.4 KB each
+        st.saved = tuple([reg for _arg, reg in saves])
+        st.args = tuple([arg for arg, _reg in saves])
         st.nsaved = len(saves)
-        st.ra_i = [reg for _arg, reg in saves].index(ra)
+        st.ra_i = st.saved.index(ra)
         st.first = saves[0][0]
         st.span = saves[-1][0] + word - saves[0][0]
     else:
-        st.saved, st.args = array("i"), array("q")
+        st.saved = st.args = ()
         st.nsaved = st.ra_i = st.first = st.span = 0
     st.end = False
     if st.cfa_reg >= 0:
