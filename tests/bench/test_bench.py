@@ -42,6 +42,14 @@ def test_bench_smoke(tmp_path: Path) -> None:
     assert set(entry["stages_s"]) >= {"parse", "order", "unwind", "symbolize", "emit"}
 
 
+def test_bench_compares_the_interpreted_core(tmp_path: Path) -> None:
+    report = run_bench(tmp_path, "--only", "tiny-fp", "--no-profile", "--interpreted",
+                       reference="/nonexistent/perfparser")
+    (entry,) = report["results"]
+    assert entry["interpreted"]["identical"] and entry["interpreted"]["exit_codes"] == [0]
+    assert entry["interpreted"]["wall_s"] > 0 and entry["check"] == {"ours": "ok"}
+
+
 def test_bench_real_sqlite3(tmp_path: Path) -> None:
     """The real set's path: Debian's sqlite3 recorded here in a clean environment with DWARF
     stacks, every variant timed, and our stream holding exactly perf's sample count."""
