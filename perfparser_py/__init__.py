@@ -20,8 +20,9 @@ if _os.environ.get("PERFPARSER_PY_PURE") == "1":
 
     # the import system asks the finder cached per directory: one without extension modules
     _here = __path__[0]
-    _subs = ("elf", "perfdata", "protocol", "unwind")  # every directory with compiled modules
-    for _dir in (_here, *(_os.path.join(_here, sub) for sub in _subs)):
+    # every directory with compiled modules
+    _subs = (("elf",), ("elf", "dwarf"), ("perfdata",), ("protocol",), ("unwind",))
+    for _dir in (_here, *(_os.path.join(_here, *sub) for sub in _subs)):
         _sys.path_importer_cache[_dir] = _FileFinder(
             _dir, (SourceFileLoader, SOURCE_SUFFIXES), (SourcelessFileLoader, BYTECODE_SUFFIXES))
 

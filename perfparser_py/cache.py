@@ -47,7 +47,9 @@ MAX_ENTRY = 64 << 20  # the largest entry read back (docs/robustness.md), and de
 MAX_DECODED = 64 << 20
 # modules whose code decides what a record holds: an image's (symbols, names, lines,
 # scopes) or a kallsyms file's
-_CODE = ("elf/image.py", "elf/symtab.py", "elf/dwarf.py", "elf/leb128.py", "demangle.py",
+_CODE = ("elf/image.py", "elf/symtab.py", "elf/dwarf/__init__.py", "elf/dwarf/constants.py",
+         "elf/dwarf/units.py", "elf/dwarf/dies.py", "elf/dwarf/ranges.py", "elf/dwarf/lines.py",
+         "elf/dwarf/scopes.py", "elf/dwarf/info.py", "elf/leb128.py", "demangle.py",
          "demangle_fallback.py", "kernel.py", "cache.py")
 
 
@@ -271,7 +273,7 @@ def _symbols(v) -> bool:
 
 
 # What each key of a record holds, as the modules that use it write it (elf/image.py,
-# elf/dwarf.py, kernel.py): a record with anything else is a miss, never an error later.
+# elf/dwarf/info.py, kernel.py): a record with anything else is a miss, never an error later.
 _SHAPES = {
     "symbols": _symbols,
     "dwarf": lambda v: type(v) is bool,

@@ -1,0 +1,191 @@
+"""DwarfInfo, the lookups of one image's DWARF, and RecordedDwarf, its persistent-cache twin."""
+
+from __future__ import annotations
+
+import struct
+
+from .constants import _MALFORMED
+from .dies import Dies
+from .lines import Lines
+from .ranges import Ranges
+from .scopes import Scope, Scopes
+from .units import Units, _Cu
+
+# the .debug_* sections DwarfInfo reads
+SECTIONS = ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "rnglists", "ranges",
+            "line", "aranges")
+
+
+def prefetch_sections(image) -> None:
+    """Start decompressing the sections DwarfInfo.decode will read (ElfImage.prefetch),
+    unless the image's persistent cache record already answers without them."""
+    rec = image.cache
+    if rec is None or "dwarf" not in rec.data:
+        image.prefetch([".debug_" + name for name in SECTIONS])
+
+
+class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
+    """Line tables and inline scopes of one image's DWARF.
+
+    Made of the package's parts (units, DIEs, ranges, lines, scopes): they call each other
+    through self and share this object's per-image caches, so a lookup's calls from one part
+    to another cost what they cost inside one module."""
+
+    def __init__(self, secs: dict[str, memoryview], little: bool) -> None:
+        self._s = secs
+        self._e = "<" if little else ">"
+        self._byteorder = "little" if little else "big"
+        self._u32 = struct.Struct(self._e + "I").unpack_from
+        self._u16 = struct.Struct(self._e + "H").unpack_from
+        self._unit_offsets: list[int] | None = None
+        self._headers: dict[int, tuple[int, int, int, int, int, int]] = {}
+        self._cus: dict[int, _Cu] = {}
+        # the abbreviation tables parsed last, by offset: units may share one (DWARF 7.5.3),
+        # and a walk over the unit DIEs of every unit (_unlisted) keeps none of its own
+        self._abbrev_tables: dict[int, dict] = {}
+        self._cu_starts: list[int] = []  # offsets of self._cus, ascending
+        self._index: tuple[list[int], list[int], list[int]] | None = None
+        self._unlisted_index: tuple[list[int], list[int], list[int]] | None = None
+        e = self._e
+        self._length_version = struct.Struct(e + "IH").unpack_from
+        self._wide_length_version = struct.Struct(e + "QH").unpack_from
+        self._v5_fields = struct.Struct(e + "BBI").unpack_from  # type, address size, abbrevs
+        self._dies: dict[int, tuple[int, bool, dict, int]] = {}
+        self._names: dict[int, str | None] = {}
+        self._closure_sigs: dict[int, str | None] = {}
+        self._unit_flags: dict[int, tuple[bool, bool]] = {}
+        self._scopes: dict[int, tuple[Scope, list[Scope]] | None] = {}
+        self._line_cache: dict[int, tuple[bytes, int, int] | None] = {}
+        self._parents: dict[int, int] = {}
+        self._scope_objs: dict[int, Scope] = {}
+
+    @staticmethod
+    def for_image(image) -> DwarfInfo | RecordedDwarf | None:
+        """DWARF of `image` (its separate debug file when attached); None without .debug_info.
+
+        With a persistent cache record on the image, a RecordedDwarf answering from it."""
+        rec = getattr(image, "cache", None)
+        if rec is None:
+            return DwarfInfo.decode(image)
+        has = rec.data.get("dwarf")
+        if has is False:
+            return None
+        info = None
+        if has is not True:
+            info = DwarfInfo.decode(image)
+            rec.data["dwarf"] = info is not None
+            rec.dirty = True
+            if info is None:
+                return None
+        return RecordedDwarf(image, rec, info)
+
+    @staticmethod
+    def decode(image) -> DwarfInfo | None:
+        """DwarfInfo over the image's debug sections; None without .debug_info."""
+        secs: dict[str, memoryview] = {}
+        for name in SECTIONS:
+            try:
+                sec = image.section(".debug_" + name)
+            except Exception:  # noqa: BLE001 - a broken section is an absent section
+                sec = None
+            if sec is not None:
+                secs[name] = sec[1]
+        if "info" not in secs or "abbrev" not in secs:
+            return None
+        return DwarfInfo(secs, image.little_endian)
+
+    # ------------------------------------------------------------------ public
+
+    def line_at(self, vaddr: int) -> tuple[bytes, int, int] | None:
+        """(absolute file path, line, column) of the line-table row for `vaddr`."""
+        try:
+            return self._line_cache[vaddr]
+        except KeyError:
+            pass
+        try:
+            result = self._line_at(vaddr)
+        except _MALFORMED:
+            result = None
+        self._line_cache[vaddr] = result
+        return result
+
+    def scopes_at(self, vaddr: int) -> tuple[Scope, list[Scope]] | None:
+        """(subprogram containing `vaddr`, inlined scopes containing it, outermost first)."""
+        try:
+            return self._scopes[vaddr]
+        except KeyError:
+            pass
+        try:
+            result = self._scopes_at(vaddr)
+        except _MALFORMED:
+            result = None
+        self._scopes[vaddr] = result
+        return result
+
+class RecordedDwarf:
+    """line_at/scopes_at answered from a persistent cache record (DESIGN decision 4).
+
+    Answers missing from the record are computed by a DwarfInfo, opened on the first miss,
+    and added to the record, so a warm run never decompresses or walks the DWARF.
+    """
+
+    def __init__(self, image, rec, info: DwarfInfo | None) -> None:
+        self._image = image
+        self._rec = rec
+        self._info = info
+        lines = rec.data.get("lines")
+        scopes = rec.data.get("scopes")
+        if type(lines) is not dict or type(scopes) is not dict:
+            lines = rec.data["lines"] = {}
+            scopes = rec.data["scopes"] = {}
+        self._lines: dict[int, tuple[bytes, int, int] | None] = lines
+        self._packed: dict[int, tuple | None] = scopes
+        self._scopes: dict[int, tuple[Scope, list[Scope]] | None] = {}
+
+    def _decoder(self) -> DwarfInfo | None:
+        if self._info is None:
+            self._info = DwarfInfo.decode(self._image)
+        return self._info
+
+    def line_at(self, vaddr: int) -> tuple[bytes, int, int] | None:
+        try:
+            return self._lines[vaddr]
+        except KeyError:
+            pass
+        info = self._decoder()
+        row = None if info is None else info.line_at(vaddr)
+        self._lines[vaddr] = row
+        self._rec.dirty = True
+        return row
+
+    def scopes_at(self, vaddr: int) -> tuple[Scope, list[Scope]] | None:
+        try:
+            return self._scopes[vaddr]
+        except KeyError:
+            pass
+        packed = self._packed.get(vaddr, _MISSING)
+        if packed is _MISSING:
+            info = self._decoder()
+            result = None if info is None else info.scopes_at(vaddr)
+            self._packed[vaddr] = None if result is None else (
+                _pack_scope(result[0]), tuple(_pack_scope(s) for s in result[1]))
+            self._rec.dirty = True
+        else:
+            try:
+                result = None if packed is None else (
+                    Scope(*packed[0]), [Scope(*s) for s in packed[1]])
+            except TypeError:  # not what this code writes: answer from the DWARF
+                del self._packed[vaddr]
+                return self.scopes_at(vaddr)
+        self._scopes[vaddr] = result
+        return result
+
+
+_MISSING = object()
+
+
+def _pack_scope(s: Scope) -> tuple:
+    return (s.name, s.entry_pc, s.decl_file, s.decl_line, s.decl_column, s.call_file,
+            s.call_line, s.call_column, s.die_offset)
+
+

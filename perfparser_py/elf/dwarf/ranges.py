@@ -1,0 +1,109 @@
+"""Address ranges of a DIE: DW_AT_low_pc/high_pc, .debug_ranges (DWARF 2-4) and
+.debug_rnglists (DWARF 5)."""
+
+from __future__ import annotations
+
+from ..leb128 import uleb
+from .constants import DwarfError, _AT_HIGH_PC, _AT_LOW_PC, _AT_RANGES, _FLAGS, _MAX_RANGES
+from .units import _Cu
+
+
+class Ranges:
+    """The range part of DwarfInfo."""
+
+    def _ranges(self, cu: _Cu, attrs: dict) -> list[tuple[int, int]]:
+        """Address ranges [lo, hi) of a DIE from low/high pc or DW_AT_ranges."""
+        low = attrs.get(_AT_LOW_PC)
+        if low is not None and _AT_HIGH_PC in attrs:
+            high = attrs[_AT_HIGH_PC]
+            if high is None:
+                return []
+            if not attrs[_FLAGS][0]:
+                high = low + high
+            return [(low, high)] if high > low else []
+        rng = attrs.get(_AT_RANGES)
+        if rng is None:
+            return []
+        if cu.version >= 5:
+            return self._rnglist(cu, rng, attrs)
+        return self._debug_ranges(cu, rng)
+
+    def _debug_ranges(self, cu: _Cu, off: int) -> list[tuple[int, int]]:
+        data = self._s.get("ranges")
+        if data is None:
+            return []
+        n = cu.addr_size
+        fmt = "I" if n == 4 else "Q"
+        top = (1 << (8 * n)) - 1
+        base = cu.low_pc or 0
+        out = []
+        pos = off
+        while pos + 2 * n <= len(data) and len(out) < _MAX_RANGES:
+            a = self._u(fmt, data, pos)
+            b = self._u(fmt, data, pos + n)
+            pos += 2 * n
+            if a == 0 and b == 0:
+                break
+            if a == top:
+                base = b
+            elif b > a:
+                out.append((a + base, b + base))
+        return out
+
+    def _rnglist(self, cu: _Cu, value: int, attrs: dict) -> list[tuple[int, int]]:
+        data = self._s.get("rnglists")
+        if data is None:
+            return []
+        # rnglistx values are indices (DW_FORM_rnglistx); sec_offset values are offsets.
+        off = value
+        if attrs[_FLAGS][2]:
+            base = cu.rnglists_base if cu.rnglists_base is not None else 12
+            off = base + self._u("I" if cu.off_size == 4 else "Q", data,
+                                 base + value * cu.off_size)
+        n = cu.addr_size
+        fmt = "I" if n == 4 else "Q"
+        base_addr = cu.low_pc or 0
+        out = []
+        pos = off
+        while len(out) < _MAX_RANGES:
+            kind = data[pos]
+            pos += 1
+            if kind == 0:  # end_of_list
+                break
+            if kind == 1:  # base_addressx
+                i, pos = uleb(data, pos)
+                base_addr = self._addrx(cu, i) or 0
+            elif kind == 2:  # startx_endx
+                i, pos = uleb(data, pos)
+                j, pos = uleb(data, pos)
+                a, b = self._addrx(cu, i), self._addrx(cu, j)
+                if a is not None and b is not None and b > a:
+                    out.append((a, b))
+            elif kind == 3:  # startx_length
+                i, pos = uleb(data, pos)
+                length, pos = uleb(data, pos)
+                a = self._addrx(cu, i)
+                if a is not None and length:
+                    out.append((a, a + length))
+            elif kind == 4:  # offset_pair
+                a, pos = uleb(data, pos)
+                b, pos = uleb(data, pos)
+                if b > a:
+                    out.append((base_addr + a, base_addr + b))
+            elif kind == 5:  # base_address
+                base_addr = self._u(fmt, data, pos)
+                pos += n
+            elif kind == 6:  # start_end
+                a = self._u(fmt, data, pos)
+                b = self._u(fmt, data, pos + n)
+                pos += 2 * n
+                if b > a:
+                    out.append((a, b))
+            elif kind == 7:  # start_length
+                a = self._u(fmt, data, pos)
+                length, pos = uleb(data, pos + n)
+                if length:
+                    out.append((a, a + length))
+            else:
+                raise DwarfError("bad range list entry")
+        return out
