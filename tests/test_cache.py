@@ -222,3 +222,7 @@ def test_the_code_version_covers_every_module_that_fills_records():
                           p.read_text(), re.M)}
     fills -= {"elf/finder.py"}  # it makes the records' keys, not their contents
     assert fills and fills <= set(cache._CODE), fills - set(cache._CODE)
+    # the DWARF package computes the lines and scopes a record keeps in all its modules, not
+    # only in the one that touches image.cache
+    dwarf = {str(p.relative_to(package)) for p in (package / "elf" / "dwarf").glob("*.py")}
+    assert len(dwarf) > 2 and dwarf <= set(cache._CODE), dwarf - set(cache._CODE)
