@@ -80,13 +80,14 @@ def test_no_extension_is_older_than_its_source():
 
 
 def test_pure_switch_imports_the_sources():
-    code = ("import perfparser_py.unwind.dwarf as d, perfparser_py.elf.cfi as c, "
-            "perfparser_py.perfdata.fast as f, perfparser_py.protocol.writer as w; "
-            "print(d.__file__, c.__file__, f.__file__, w.__file__)")
+    """Every compiled module, in whichever directory of the package it is."""
+    modules = [m.removesuffix(".py").replace("/", ".") for m in COMPILED]
+    code = ("import importlib, sys; print(*(importlib.import_module(m).__file__ "
+            "for m in sys.argv[1:]))")
     env = dict(os.environ, PERFPARSER_PY_PURE="1")
-    files = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True, check=True).stdout.split()
-    assert len(files) == 4 and all(f.endswith(".py") for f in files)
+    files = subprocess.run([sys.executable, "-c", code, *modules], env=env, cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert len(files) == len(COMPILED) and [f for f in files if not f.endswith(".py")] == []
     assert _run(["--version"], pure=True).endswith(b"core: interpreted\n")
 
 
