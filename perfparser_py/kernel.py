@@ -370,7 +370,8 @@ def likely_path(kallsyms: str | None, sysroot: str) -> str:
     """The kallsyms file a run will most likely read, known before the recording is:
     `--kallsyms`, else the sysroot's /proc/kallsyms, which is what a recording of the running
     kernel reads (the common case; the run's own choice is KernelSymbols.choose)."""
-    return sysroot + "/proc/kallsyms" if kallsyms is None else kallsyms
+    # the default sysroot "/" would make it "//proc/kallsyms" in every message naming it
+    return sysroot.rstrip("/") + "/proc/kallsyms" if kallsyms is None else kallsyms
 
 
 def running_build_id(notes_file: str) -> tuple[bytes | None, str]:
@@ -440,12 +441,17 @@ class KernelSymbols:
                 self.recorded_id = bid
                 return
 
-    def kernel_mmap(self, filename: bytes, start: int, end: int, pgoff: int) -> None:
+    def kernel_mmap(self, filename: bytes, start: int, end: int, pgoff: int,
+                    build_id: bytes | None = None) -> None:
         """A kernel MMAP: `[kernel.kallsyms]<symbol>` gives that symbol's address as its pgoff
-        (0 when kptr_restrict hid it at record time: nothing to relocate by)."""
+        (0 when kptr_restrict hid it at record time: nothing to relocate by). An MMAP2 of
+        `perf record --buildid-mmap` names the kernel's build id, which such a recording's
+        header (it has no build-id table) does not."""
         if not filename.startswith(KERNEL_MAP):
             return  # a module
         self._core = (start, end)
+        if build_id and self.recorded_id is None:
+            self.recorded_id = build_id
         symbol = filename[len(KERNEL_MAP):]
         if symbol and pgoff:
             self._reference = (symbol, pgoff)

@@ -206,7 +206,8 @@ class Sink(Spaces):
     def mmap(self, e) -> None:
         super().mmap(e)
         if type(e) is ev.MmapEvent and e.pid == KERNEL_PID:  # not a KSYMBOL's or a JIT's
-            self.kernel_symbols.kernel_mmap(e.filename, e.addr, e.addr + e.len, e.pgoff)
+            self.kernel_symbols.kernel_mmap(e.filename, e.addr, e.addr + e.len, e.pgoff,
+                                           e.build_id)
 
     def _missing(self, path: bytes) -> None:
         # Once per file: upstream repeats it for every mmap of the file (every process that

@@ -69,7 +69,7 @@ def test_proc_kallsyms_only_for_the_recorded_kernel(tmp_path: Path) -> None:
     other = bytes(range(20))
     notes = _notes(tmp_path / "notes", RECORDED_ID)
     debug = tmp_path / "debug"
-    assert _symbols(None, "/", debug, RECORDED_ID).choose(notes) == ("//proc/kallsyms", None)
+    assert _symbols(None, "/", debug, RECORDED_ID).choose(notes) == ("/proc/kallsyms", None)
     # a 16-byte id comes zero-padded to 20 in HEADER_BUILD_ID
     short = _notes(tmp_path / "short", RECORDED_ID[:16])
     assert _symbols(None, "", debug, RECORDED_ID[:16] + bytes(4)).choose(short) == (
@@ -89,7 +89,24 @@ def test_proc_kallsyms_only_for_the_recorded_kernel(tmp_path: Path) -> None:
 def test_without_a_recorded_kernel_id_proc_kallsyms_with_a_warning(tmp_path: Path) -> None:
     notes = _notes(tmp_path / "notes", RECORDED_ID)
     path, warning = _symbols(None, "/", tmp_path, None).choose(notes)
-    assert path == "//proc/kallsyms" and "no kernel build-id" in warning
+    assert path == "/proc/kallsyms" and "no kernel build-id" in warning
+
+
+def test_a_kernel_mmap2_build_id_is_the_recorded_one(tmp_path: Path) -> None:
+    """`perf record --buildid-mmap` writes no build-id table; its kernel MMAP2 names the id."""
+    notes = _notes(tmp_path / "notes", RECORDED_ID)
+    ks = _symbols(None, "/", tmp_path, None)
+    ks.kernel_mmap(b"[kernel.kallsyms]_text", TEXT, TEXT + 0x1000000, TEXT, RECORDED_ID)
+    assert ks.choose(notes) == ("/proc/kallsyms", None)
+    other = bytes(range(20))
+    ks = _symbols(None, "/", tmp_path, None)
+    ks.kernel_mmap(b"[kernel.kallsyms]_text", TEXT, TEXT + 0x1000000, TEXT, other)
+    path, warning = ks.choose(notes)
+    assert path is None and other.hex() in warning
+    # a module's MMAP2 id is not the kernel's
+    ks = _symbols(None, "/", tmp_path, None)
+    ks.kernel_mmap(b"/lib/modules/x/ext4.ko", TEXT, TEXT + 0x1000, 0, other)
+    assert "no kernel build-id" in ks.choose(notes)[1]
 
 
 def test_an_explicit_file_is_trusted(tmp_path: Path) -> None:
