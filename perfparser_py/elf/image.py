@@ -598,12 +598,15 @@ class ElfImage:
             j = self._enclosing[i]
             if j >= 0 and vaddr < values[j] + sizes[j] and strings[name_offs[j]]:
                 i = j
-            elif vaddr != values[i] and (self._section_containing(vaddr)
-                                         is not self._section_containing(values[i])):
+            elif vaddr != values[i]:
                 # a label reaches up to the next symbol but never past its section, as
                 # elfutils' same_section rule has it: `_init` (.init) does not name the .plt
-                # after it, whose slots perf and §10.8 name `puts@plt`
-                return None
+                # after it, whose slots perf and §10.8 name `puts@plt`; nor does one at a
+                # section's end (`_end`, `_etext`) name what lies in no section at all (a
+                # junk return address past .bss: perf has no name there either)
+                sec = self._section_containing(vaddr)
+                if sec is None or sec is not self._section_containing(values[i]):
+                    return None
         # addresses of one function share the answer (decoding and demangling it once)
         hit = self._sym_answers.get(i)
         if hit is None:

@@ -334,6 +334,22 @@ def test_a_label_does_not_name_the_next_section(tmp_path):
     assert image.symbol_at(init + 4)[0] == "_init"  # inside its own section it still names
 
 
+def test_a_label_at_a_sections_end_does_not_name_what_follows(tmp_path):
+    """`_end` is a size-0 symbol at the end of .bss, with no section after it: an address
+    past it (a junk return address in a frame-pointer chain) has no name, as perf says
+    `[unknown]`, instead of `_end`."""
+    src = tmp_path / "end.c"
+    src.write_text("int counter;\nint main(void) { return counter; }\n")
+    exe = tmp_path / "end"
+    subprocess.run(["gcc", "-O1", "-o", str(exe), str(src)], check=True)
+    syms = {name: (value, sz) for value, sz, _t, name in nm_symbols(exe)}
+    end, end_size = syms["_end"]
+    assert end_size == 0 and end > syms["counter"][0]
+    image = ElfImage.open(str(exe))
+    assert image.symbol_at(end + 0x40) is None
+    assert image.symbol_at(syms["counter"][0])[0] == "counter"
+
+
 @pytest.mark.parametrize("flags", [["-fcf-protection", "-Wl,-z,ibtplt"], []],
                          ids=["ibt-plt.sec", "plt.got"])
 def test_plt_sec_and_plt_got_entries_are_name_at_plt(tmp_path, flags):
