@@ -470,6 +470,17 @@ class KernelSymbols:
             return None
         return (hit[0] - delta, hit[1], hit[2]) if delta else hit
 
+    def of_running_kernel(self, recorded: bytes | None, notes_file: str = NOTES) -> bool:
+        """Whether a recording whose kernel build id is `recorded` (None: it names none) is
+        taken to be of this machine's running kernel: no sysroot and no `--kallsyms`, and
+        that id is the running one's or, as `choose` takes /proc/kallsyms then, none."""
+        if self._explicit is not None or self._sysroot not in ("", "/"):
+            return False
+        if recorded is None:
+            return True
+        running = running_build_id(notes_file)[0]
+        return running is not None and _same_build_id(recorded, running)
+
     def choose(self, notes_file: str = NOTES) -> tuple[str | None, str | None]:
         """(The kallsyms file to read or None, a warning or None) by the rules above;
         `notes_file`: the running kernel's notes (a sysroot has its own beside its /proc)."""

@@ -172,6 +172,7 @@ class Sink(Spaces):
         self.attrs = attrs
         self.kernel_symbols = KernelSymbols(emitter.writer, options.kallsyms, options.sysroot,
                                             finder.debug_paths, kallsyms_worker)
+        finder.of_running_kernel = self.kernel_symbols.of_running_kernel
         self.symbolizer = Symbolizer(emitter, self.kernel_symbols, options.perf_map_path)
         self._tracepoints = None
         self._arch_warned = False

@@ -109,6 +109,17 @@ def test_a_kernel_mmap2_build_id_is_the_recorded_one(tmp_path: Path) -> None:
     assert "no kernel build-id" in ks.choose(notes)[1]
 
 
+def test_of_the_running_kernel(tmp_path: Path) -> None:
+    """What a vDSO without a recorded build id is taken to be our own by (elf.finder)."""
+    notes = _notes(tmp_path / "notes", RECORDED_ID)
+    ks = _symbols(None, "/", tmp_path, None)
+    assert ks.of_running_kernel(None, notes)  # the recording names none
+    assert ks.of_running_kernel(RECORDED_ID, notes)
+    assert not ks.of_running_kernel(bytes(range(20)), notes)
+    assert not _symbols(None, str(tmp_path), tmp_path, None).of_running_kernel(None, notes)
+    assert not _symbols("/k", "/", tmp_path, None).of_running_kernel(None, notes)
+
+
 def test_an_explicit_file_is_trusted(tmp_path: Path) -> None:
     notes = _notes(tmp_path / "notes", bytes(range(20)))
     assert _symbols("/k", "/", tmp_path, RECORDED_ID).choose(notes) == ("/k", None)

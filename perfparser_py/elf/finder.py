@@ -148,6 +148,10 @@ class ElfFinder:
         # decompress the debug sections of files with samples in the background (set by the
         # process that symbolizes, after its forks)
         self.prefetch = False
+        # whether a recording of this kernel build id (None: none recorded) is of the
+        # running kernel (the run's kernel.KernelSymbols'): a vDSO without a recorded build
+        # id is then our own
+        self.of_running_kernel: Callable[[bytes | None], bool] = lambda _bid: False
 
     # ------------------------------------------------------------ main file
 
@@ -189,7 +193,9 @@ class ElfFinder:
         """(local path or None, image or None) for a `[vdso]` mapping whose build id is the
         MMAP2 record's or, without one, HEADER_BUILD_ID's: perf's build-id cache copy
         (`D/[vdso]/<id>/vdso`), else this process's own vDSO when its build id is the same
-        (a recording of this boot). Never a vDSO of another build id, nor one unchecked."""
+        (a recording of this boot). Never a vDSO of another build id. A recording that names
+        none (pipe mode, `perf record -B`, `--switch-output` files) gets our own when it is
+        of the running kernel (`of_running_kernel`), as perf takes its own then."""
         build_id = build_id or self.build_ids.get(VDSO_NAME) or None
         hit = self._vdsos.get(build_id)
         if hit is None:
@@ -198,7 +204,9 @@ class ElfFinder:
 
     def _find_vdso(self, build_id: bytes | None) -> tuple[str | None, ElfImage | None]:
         if build_id is None:
-            return (None, None)
+            this_boot = self.of_running_kernel(self.build_ids.get(b"[kernel.kallsyms]"))
+            data = own_vdso() if this_boot else None
+            return (None, None if data is None else ElfImage.from_bytes("[vdso]", data))
         for d in self.debug_paths:
             cand = os.path.join(d, "[vdso]", build_id.hex(), "vdso")
             image = self._load(cand)

@@ -41,7 +41,8 @@ CALL_GRAPHS = {"fp": ["-g"], "dwarf": ["--call-graph", "dwarf,16384"]}
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory) -> Path:
     """fp/dwarf recordings with (`<kind>.data`) and without (`<kind>-N.data`) perf's
-    build-id cache update; the cache is `home/.debug`."""
+    build-id cache update, and without build ids at all (`<kind>-B.data`, as pipe mode and
+    `--switch-output` files have none); the cache is `home/.debug`."""
     tmp = tmp_path_factory.mktemp("vdso")
     (tmp / "cg.c").write_text(WORKLOAD)
     subprocess.run(["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-o", str(tmp / "cg"),
@@ -49,7 +50,7 @@ def recordings(tmp_path_factory) -> Path:
     (tmp / "home").mkdir()  # perf writes its cache below an existing HOME only
     env = {**os.environ, "HOME": str(tmp / "home")}
     for kind, call_graph in CALL_GRAPHS.items():
-        for suffix, flags in (("", []), ("-N", ["-N"])):
+        for suffix, flags in (("", []), ("-N", ["-N"]), ("-B", ["-B"])):
             subprocess.run(["perf", "record", *flags, "-q", "-F", "999", *call_graph, "-o",
                             str(tmp / f"{kind}{suffix}.data"), "--", str(tmp / "cg"),
                             "15000000"], check=True, env=env, stdout=subprocess.DEVNULL,
@@ -81,12 +82,14 @@ def _vdso_aliases(home: Path) -> dict[str, frozenset[str]]:
 
 
 @pytest.mark.parametrize("kind", sorted(CALL_GRAPHS))
-@pytest.mark.parametrize("cached", [True, False], ids=["cache-copy", "own-vdso"])
-def test_vdso_frames_match_perf_script(recordings: Path, kind: str, cached: bool,
+@pytest.mark.parametrize("suffix", ["", "-N", "-B"], ids=["cache-copy", "own-vdso",
+                                                          "no-build-id"])
+def test_vdso_frames_match_perf_script(recordings: Path, kind: str, suffix: str,
                                        monkeypatch) -> None:
     home = recordings / "home"
     monkeypatch.setenv("HOME", str(home))  # perf script and the parser's default ~/.debug
-    data = recordings / (f"{kind}.data" if cached else f"{kind}-N.data")
+    cached = not suffix
+    data = recordings / f"{kind}{suffix}.data"
     # own vDSO: no debug directory holds a copy, so only our memory can name the frames
     debug = [] if cached else ["--debug", str(recordings / "no-such-cache")]
     res = run_parser(["--input", str(data), "--app", str(recordings), *debug])
