@@ -84,3 +84,32 @@ def test_perf_without_a_name_for_the_signal_trampoline_agrees() -> None:
                                [perfdiff.Stack(1, 5, "x", [handler, nameless, main])],
                                _aliases({}))
         assert (rep.identical, rep.agreeing) == (0, int(agrees))
+
+
+def test_perfs_copies_of_a_read_group_sample_are_one_sample() -> None:
+    """`-e '{cpu-clock,task-clock}:S'`: perf prints the leader's sample once per member, one
+    stack each; ours is one sample with both values. A copy with another stack still counts
+    as a sample only perf has."""
+    main = [perfdiff.Frame("main", "prog", "/prog")]
+    other = [perfdiff.Frame("other", "prog", "/prog")]
+    perf = [perfdiff.Stack(1, 5, "x", main), perfdiff.Stack(1, 5, "x", list(main)),
+            perfdiff.Stack(1, 9, "x", main), perfdiff.Stack(1, 9, "x", other)]
+    ours = [perfdiff.Stack(1, 5, "x", main), perfdiff.Stack(1, 9, "x", main)]
+    rep = perfdiff.compare("group", ours, perf, _aliases({}))
+    assert (rep.perf, rep.matched, rep.identical) == (3, 2, 2)
+    assert rep.classes == {"sample only in perf": 1}
+
+
+def test_a_sample_without_a_call_chain_is_read(tmp_path) -> None:
+    """Without a call chain perf prints a sample on one line, its comm padded on the left."""
+    fake = tmp_path / "perf"
+    fake.write_text("#!/bin/sh\ncat <<'E'\n"
+                    "               w  3394/3396  23668.047620577:      56450b1f62c7 spin"
+                    " (/work/w)\n"
+                    "w  3394/3394  23668.047877000: \n"
+                    "\t    56450b1f62d0 spin (/work/w)\n"
+                    "\t    56450b1f6100 main (/work/w)\n\nE\n")
+    fake.chmod(0o755)
+    stacks = perfdiff.perf_stacks("unused.data", str(fake))
+    assert [(s.comm, s.tid, s.time, [f.name for f in s.frames]) for s in stacks] == [
+        ("w", 3396, 23668047620577, ["spin"]), ("w", 3394, 23668047877000, ["spin", "main"])]
