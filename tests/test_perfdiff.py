@@ -113,3 +113,14 @@ def test_a_sample_without_a_call_chain_is_read(tmp_path) -> None:
     stacks = perfdiff.perf_stacks("unused.data", str(fake))
     assert [(s.comm, s.tid, s.time, [f.name for f in s.frames]) for s in stacks] == [
         ("w", 3396, 23668047620577, ["spin"]), ("w", 3394, 23668047877000, ["spin", "main"])]
+
+
+def test_perfs_empty_call_chain_and_our_ip_frame_agree() -> None:
+    """`--kernel-callchains` gives a user-mode sample an empty call chain: perf prints no
+    frame, ours the sample's ip. Two frames of ours against none still differ."""
+    spin = perfdiff.Frame("spin", "w", "/w")
+    rep = perfdiff.compare("chain", [perfdiff.Stack(1, 5, "x", [spin]),
+                                     perfdiff.Stack(1, 6, "x", [spin, spin])],
+                           [perfdiff.Stack(1, 5, "x", []), perfdiff.Stack(1, 6, "x", [])],
+                           _aliases({}))
+    assert (rep.perf_no_chain, rep.agreeing, rep.identical) == (1, 1, 0)
