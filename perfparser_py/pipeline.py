@@ -176,6 +176,7 @@ class Sink(Spaces):
         self.symbolizer = Symbolizer(emitter, self.kernel_symbols, options.perf_map_path)
         self._tracepoints = None
         self._arch_warned = False
+        self._read_totals: dict[int, int] = {}  # a PERF_SAMPLE_READ counter's last value, by id
         self.missing_files: set[bytes] = set()  # recorded paths of the files not found
         self._no_sysroot = missing_sysroot(options.sysroot)
         if self._no_sysroot:  # said once, not as one "could not find" line per file
@@ -325,7 +326,7 @@ class Sink(Spaces):
             frames = [self._ip_frame(proc, ip, in_kernel)]
         attrs = self.attrs
         if e.read_values:
-            values = [(attrs.attribute_id(i), v) for v, i in e.read_values]
+            values = self._read_deltas(e.read_values)
         else:
             values = [(attrs.attribute_id(e.id or 0), e.period or 0)]
         attr = e.attr
@@ -336,6 +337,22 @@ class Sink(Spaces):
                                           format_id, trace_data)
         else:
             self.writer.sample(pid, e.tid, e.time, e.cpu, frames, guessed, values)
+
+
+    def _read_deltas(self, read_values) -> list[tuple[int, int]]:
+        """(attribute id, value) per PERF_SAMPLE_READ value (`-e '{a,b}:S'`): how much its
+        counter (one per event, cpu and thread: its id) grew since the counter's previous
+        sample, as perf script and perf report count it. hotspot adds up a sample's values
+        as its costs; the counter's running total, which upstream sends, counts every
+        earlier sample's share again. A counter that went back (a restart) counts from 0."""
+        totals = self._read_totals
+        attribute_id = self.attrs.attribute_id
+        out = []
+        for value, rid in read_values:
+            before = totals.get(rid, 0)
+            totals[rid] = value
+            out.append((attribute_id(rid), value - before if value >= before else value))
+        return out
 
 
 class Run:

@@ -5,8 +5,9 @@ below and parsed; for each: exit 0 and no warning that the recording names no ke
 build-id (each is a file-mode recording of this boot, with a build-id table or, for
 `--buildid-mmap`, the kernel MMAP2's own id); per event name as many samples as `perf script`
 prints; as many context switches, and as many lost samples as perf's LOST records hold (its
-LOST_SAMPLES count the same losses again: not added); a read group's member values the
-running sums of perf's per-member periods; every stack as `perf script`'s (tools/perfdiff).
+LOST_SAMPLES count the same losses again: not added); a read group's values perf's periods
+(each counter's growth since its previous sample); every stack as `perf script`'s
+(tools/perfdiff).
 Tracepoints need tracefs mounted (CI mounts it; tests/e2e/test_event_names.py records
 sched:sched_switch as well).
 """
@@ -97,7 +98,7 @@ def _ours(stream: P.Stream) -> dict:
     strings: dict[int, str] = {}
     names: dict[int, str] = {}
     events: collections.Counter = collections.Counter()
-    values: dict[tuple[int, str], int] = {}  # (tid, event) -> the last sample's read value
+    values: dict[tuple[int, int, str], int] = {}  # (tid, time, event) -> a read value
     switches = lost = 0
     for m in stream.messages:
         if isinstance(m, P.String):
@@ -106,10 +107,8 @@ def _ours(stream: P.Stream) -> dict:
             names[m.id] = strings[m.name]
         elif isinstance(m, P.Sample | P.TracePointSample):
             events[names[m.values[0][0]]] += 1
-            for aid, value in m.values[1:]:  # a read group's members
-                values[(m.tid, names[aid])] = value
-            if len(m.values) > 1:
-                values[(m.tid, names[m.values[0][0]])] = m.values[0][1]
+            if len(m.values) > 1:  # a read group's
+                values.update(((m.tid, m.time, names[aid]), value) for aid, value in m.values)
         elif isinstance(m, P.ContextSwitch):
             switches += 1
         elif isinstance(m, P.Lost):
@@ -135,12 +134,16 @@ def test_recording_options_match_perf(workload: Path, case: str) -> None:
     lost = sum(map(int, re.findall(r"PERF_RECORD_LOST lost (\d+)",
                                    _perf_script(data, "--show-lost-events", "-F", "tid"))))
     if case == "leader-sampling":
-        # perf prints the leader's sample once per member, with the change of its value
-        sums: collections.Counter = collections.Counter()
-        for line in _perf_script(data, "-F", "tid,event,period").splitlines():
-            tid, period, event = line.split()
-            sums[(int(tid), event.rstrip(":"))] += int(period)
-        assert ours["values"] == dict(sums) and len(sums) >= 2
+        # perf prints the leader's sample once per member whose counter grew, with how much:
+        # our sample's value for it (the counters' running totals would count every earlier
+        # period again in hotspot, which adds the values up)
+        perf_values = {}
+        for line in _perf_script(data, "-F", "tid,time,event,period", "--ns").splitlines():
+            tid, time, period, event = line.split()
+            secs, ns = time.rstrip(":").split(".")
+            perf_values[(int(tid), int(secs) * 10**9 + int(ns), event.rstrip(":"))] = int(period)
+        assert {k: v for k, v in ours["values"].items() if v} == perf_values
+        assert len(perf_values) > 50
         assert ours["events"] == {"cpu-clock": perf_events["cpu-clock"]}
     else:
         assert ours["events"] == perf_events
