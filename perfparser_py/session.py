@@ -34,11 +34,13 @@ MAX_EXITED = 64
 
 
 def is_special(path: bytes) -> bool:
-    """Mappings with no file behind them (SEMANTICS §7.2)."""
+    """Mappings with no file behind them (SEMANTICS §7.2), and an anonymous inode's
+    (`anon_inode:[perf_event]`: perf's own ring buffer in every `perf record -a`, which
+    upstream reports as a missing ELF file)."""
     return (
         not path
         or (path.startswith(b"[") and b"]" in path)
-        or path.startswith((b"/dev/", b"/memfd:", b"/SYSV", b"/anon_hugepage"))
+        or path.startswith((b"/dev/", b"/memfd:", b"/SYSV", b"/anon_hugepage", b"anon_inode:"))
         or path == b"//anon"
     )
 

@@ -1,7 +1,7 @@
 """Session (session.py) on its own: the record -> process rules (fork, exec, exit, mmap
 placement, the kernel's space) and which mapping events clear a process's unwinder caches."""
 
-from perfparser_py.session import Mapping, Session
+from perfparser_py.session import Mapping, Session, is_special
 
 
 def _map(start: int, end: int, image=None) -> Mapping:
@@ -183,3 +183,11 @@ def test_span_at_is_the_mapping_or_the_gap_around_an_address() -> None:
     assert space.span_at(0x10) == (0, 0x1000, None)
     assert space.span_at(0x6000) == (0x6000, 1 << 64, None)
     assert AddressSpace().span_at(0x1234) == (0, 1 << 64, None)
+
+
+def test_an_anonymous_inode_is_no_file() -> None:
+    """The kernel names an anonymous inode's mapping `anon_inode:[perf_event]` (perf's own
+    ring buffer, in a `perf record -a` while another perf records) or `anon_inode:[io_uring]`:
+    no ELF file to look for, nor to report missing."""
+    assert is_special(b"anon_inode:[perf_event]") and is_special(b"anon_inode:[io_uring]")
+    assert not is_special(b"/usr/lib/x86_64-linux-gnu/libc.so.6")
