@@ -156,14 +156,14 @@ class Step:
     expression), `rules` as (register, kind, argument) in row order, `ra` the return address
     register. For the C path: `c_reg`/`c_off`, the CFA register and offset, when both fit
     (`c_reg` -1 otherwise); `block` when every rule saves a register below NREG at its own
-    offset from the CFA, at least a word apart, the return address among them: then `saved`
-    and `args` hold the registers and offsets by ascending offset (`nsaved` of them, the
-    return address at `ra_i`), and `first`/`span` the bytes from the lowest one to the end
-    of the highest. `end`: the row marks the outermost frame (return address undefined, no
-    rule before it reads memory) once the CFA is computable. `ra_in_register`: the return
-    address comes from a register (DW_CFA_register), not from the stack: the one x86 frame
-    whose CFA may equal its SP, as no call pushed a return address below it (glibc's vfork
-    pops it into %rdi around the syscall)."""
+    offset from the CFA, at least a word apart and within 64 KiB, the return address among
+    them: then `saved` and `args` hold the registers and offsets by ascending offset
+    (`nsaved` of them, the return address at `ra_i`), and `first`/`span` the bytes from the
+    lowest one to the end of the highest. `end`: the row marks the outermost frame (return
+    address undefined, no rule before it reads memory) once the CFA is computable.
+    `ra_in_register`: the return address comes from a register (DW_CFA_register), not from
+    the stack: the one x86 frame whose CFA may equal its SP, as no call pushed a return
+    address below it (glibc's vfork pops it into %rdi around the syscall)."""
 
     __slots__ = ("cfa_reg", "cfa_arg", "rules", "ra", "signal", "end", "ra_in_register",
                  "block", "c_reg", "c_off", "nsaved", "ra_i", "first", "span", "saved", "args")
@@ -182,6 +182,7 @@ def _compile(row, word: int) -> Step:
     saves = sorted([(arg, reg) for reg, kind, arg in rules if kind == OFFSET])
     st.block = bool(fits and saves and len(saves) == len(rules) and ra in row.regs
                     and all([b[0] - a[0] >= word for a, b in pairwise(saves)])
+                    and saves[-1][0] - saves[0][0] < 1 << 16  # span: a C integer
                     and all([0 <= reg < NREG and -_MAX_OFFSET < arg < _MAX_OFFSET
                              for arg, reg in saves]))
     if st.block:

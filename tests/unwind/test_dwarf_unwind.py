@@ -478,3 +478,16 @@ def test_words_outside_the_copy_ask_for_their_module_once_per_span() -> None:
              for module_at in (code, Spans())]
     assert walks[0] == walks[1] and len(walks[0][0]) == 11
     assert asked == [sp + 8]
+
+
+def test_a_row_saving_registers_exabytes_apart_is_walked_by_rules() -> None:
+    # hostile CFI: two saves 2**63 bytes apart; the block path, whose span is a C integer,
+    # must not take the row (it raised, and the sample lost its every frame)
+    far = (1 << 62) - 1
+    rows = [Row((CFA_REG, 7, 16), {3: (OFFSET, -far), 16: (OFFSET, far)}, 16, False,
+                0x1000, 0x1100)]
+    sp = 0x7FFF_0000
+    mask = (1 << 7) | (1 << 8)
+    frames, _ = unwind("x86_64", 2, (sp, 0x1010), mask, _words("Q", 0, 0), _space(rows),
+                       History(), -1)
+    assert frames[:1] == [0x1010]
