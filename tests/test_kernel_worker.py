@@ -155,9 +155,9 @@ def test_load_records_the_worker_table_in_the_persistent_cache(tmp_path: Path):
 def test_likely_path():
     """Known before the recording is read: what a recording of the running kernel reads."""
     assert likely_path("/k", "/") == "/k"
-    assert likely_path(None, "/") == "//proc/kallsyms"
+    assert likely_path(None, "/") == "/proc/kallsyms"  # not "//proc/kallsyms" in messages
     assert likely_path(None, "") == "/proc/kallsyms"
-    assert likely_path(None, "/sr") == "/sr/proc/kallsyms"
+    assert likely_path(None, "/sr") == likely_path(None, "/sr/") == "/sr/proc/kallsyms"
 
 
 def _kernel_cases():
