@@ -32,7 +32,7 @@ cdef class _Walker:
     cdef Py_ssize_t nseen, guessed
     cdef unsigned long long mask, lo, avail, klo, khi, nlo, nhi, value
     cdef bint arm, is_x86, kernel
-    cdef object zero, slots, extra, more, module_at
+    cdef object zero, extra, more, module_at
     cdef _Arch a
     cdef unsigned long long[:] regs, tv, seen_pc, seen_cfa
     cdef unsigned char[:] valid, tok, seen_has
@@ -70,6 +70,8 @@ cdef class _Walker:
     cdef bint _read(self, unsigned long long addr)
     cdef _no_module_around(self, unsigned long long addr)
     cpdef object read_word(self, object addr)
+    @cython.locals(r=int)
+    cdef _clear(self)
     @cython.locals(r=int)
     cdef dict _as_dict(self)
     @cython.locals(r=object)

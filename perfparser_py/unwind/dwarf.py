@@ -219,7 +219,7 @@ class _Walker:
     index of the first word taken from the history (`guessed`, -1 for none) and the
     loop-guard keys."""
 
-    __slots__ = ("word", "mask", "ip", "sp", "arm", "is_x86", "zero", "slots", "a",
+    __slots__ = ("word", "mask", "ip", "sp", "arm", "is_x86", "zero", "a",
                  "regs", "valid", "extra", "tv", "tok", "stack", "lo", "avail",
                  "module_at", "history", "kernel", "klo", "khi", "nlo", "nhi", "frames", "guessed",
                  "value",
@@ -254,8 +254,7 @@ class _Walker:
                                            else a.slots_for(regs_mask, nregs))
         mask = self.mask
         regs, valid = self.regs, self.valid
-        for r in range(NREG):
-            valid[r] = 0
+        self._clear()
         for j in range(len(keys)):
             r = keys[j]
             v = sample_regs[index[j]]
@@ -264,7 +263,6 @@ class _Walker:
         for r in self.zero:
             regs[r] = 0
             valid[r] = 1
-        self.extra = None
         self.stack = stack
         n = len(stack)
         if sp_index >= 0:
@@ -491,11 +489,15 @@ class _Walker:
             d.update(self.extra)
         return d
 
+    def _clear(self) -> None:
+        """No register has a value."""
+        for r in range(NREG):
+            self.valid[r] = 0
+        self.extra = None
+
     def _from_dict(self, new: dict[int, int]) -> None:
         regs, valid = self.regs, self.valid
-        for r in range(NREG):
-            valid[r] = 0
-        self.extra = None
+        self._clear()
         for r, v in new.items():
             if 0 <= r < NREG:
                 regs[r] = v
