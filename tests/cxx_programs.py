@@ -8,6 +8,8 @@ import re
 import subprocess
 from pathlib import Path
 
+# The round count is parsed with strtol, not atoi: glibc's <stdlib.h> defines atoi as an
+# extern inline at -O, so a sample in it would show an inlined frame of a header's function.
 PROLOGUE = r"""
 #include <cstdlib>
 static volatile unsigned long sink;
@@ -45,7 +47,7 @@ __attribute__((cold)) NOINLINE void cold_callee(int n) { SPIN(n); tail2(n); sink
 NOINLINE int cold_me(int n) { if (n > 0) { sink = sink + 1; cold_callee(n); } return (int)sink; }
 NOINLINE int tail(int n) { sink = sink + 1; return tail2(n + 1); }  // a tail call
 int main(int argc, char** argv) {
-    int rounds = argc > 1 ? atoi(argv[1]) : 1000;
+    int rounds = argc > 1 ? (int)strtol(argv[1], nullptr, 10) : 1000;
     auto lam = [](int x) NOINLINE { SPIN(x); return x; };
     auto gen = [](auto x) NOINLINE {
         auto inner = [x](int y) NOINLINE { SPIN(y); return x + y; };
@@ -103,7 +105,7 @@ NOINLINE void outer(int r) {
     sink = sink + scaled<int>(r) + internal(r);
 }
 int main(int argc, char** argv) {
-    int rounds = argc > 1 ? atoi(argv[1]) : 1000;
+    int rounds = argc > 1 ? (int)strtol(argv[1], nullptr, 10) : 1000;
     for (int r = 0; r < rounds; r++) outer(r);
 }
 """
