@@ -24,7 +24,7 @@ from .perfdata.fast import FusedSample
 from .session import KERNEL_PID, Session, is_special
 from .symbolize import Symbolizer
 from .unwind.framepointer import callchain_frames
-from .unwind.history import History
+from .unwind.process import process_unwind
 
 CPUMODE_MASK, CPUMODE_USER = 7, 2
 _UNWIND_HERE = object()  # Sink.full_sample: no outcome given
@@ -45,34 +45,6 @@ def recorded_frame_count(e, kernel_range: tuple[int, int]) -> int:
     klo, khi = kernel_range
     return len(callchain_frames(e.callchain, e.ip, ip_is_user(e.misc, klo <= e.ip < khi),
                                 e.branch_stack))
-
-
-class ModuleLookup:
-    """The DWARF unwinder's view of one process's address space (unwind.dwarf's module_at):
-    runtime address -> (image, bias, CFI) | None, and where that answer is None around an
-    address, so that a walk reading many stack words outside its copy asks once."""
-
-    __slots__ = ("space", "cfis", "cfi_for")
-
-    def __init__(self, space, cfis: dict[int, object], cfi_for) -> None:
-        self.space = space
-        self.cfis = cfis  # id(image) -> its Cfi | None, shared by the processes
-        self.cfi_for = cfi_for
-
-    def __call__(self, pc: int):
-        m = self.space.find(pc)
-        if m is None or m.image is None:
-            return None
-        key = id(m.image)
-        cfi = self.cfis.get(key, False)
-        if cfi is False:
-            cfi = self.cfis[key] = self.cfi_for(m.image)
-        return m.image, m.bias, cfi
-
-    def no_image_span(self, addr: int) -> tuple[int, int] | None:
-        """[start, end) around `addr` where every address answers None, else None."""
-        start, end, m = self.space.span_at(addr)
-        return None if m is not None and m.image is not None else (start, end)
 
 
 class Spaces:
@@ -142,15 +114,10 @@ class Spaces:
             self.unwinder = unwind, Cfi.for_image
         if proc.first_image is None:
             return [], 0
-        module_at = proc.module_at
-        if module_at is None:  # one per process: made per sample, it was ~1 % of a DWARF run
-            module_at = proc.module_at = ModuleLookup(proc.space, self._cfi, self.unwinder[1])
-        history = proc.history
-        if history is None:
-            history = proc.history = History()
+        state = process_unwind(proc, self._cfi, self.unwinder[1])
         return self.unwinder[0](self.arch, e.regs_abi, e.regs, e.attr.sample_regs_user, e.stack,
-                                module_at, history, limit,
-                                self.session.kernel_range, proc.unwind_steps)
+                                state.module_at, state.history, limit,
+                                self.session.kernel_range, state.steps)
 
     def set_arch(self, name: str) -> None:
         """The recorded machine's architecture (`uname -m` style, SEMANTICS §11.5)."""
@@ -182,7 +149,8 @@ class Sink(Spaces):
         if self._no_sysroot:  # said once, not as one "could not find" line per file
             print(f"perfparser: {self._no_sysroot}", file=sys.stderr)
         self._chain_by_id: dict[int, tuple[int, ...]] = {}  # split runs: define_chain()
-        self._frames_by_id: dict[int, tuple[dict, list[int]]] = {}
+        # cid -> (process generation, kernel generation, frames): numbered_sample()
+        self._frames_by_id: dict[int, tuple[int, int, list[int]]] = {}
         self.symbolizer.memo_dependents.append(self._frames_by_id)
 
     @property
@@ -268,18 +236,19 @@ class Sink(Spaces):
     def numbered_sample(self, pid: int, tid: int, time: int, cpu: int, ip: int, sid: int,
                         period: int, cid: int, misc: int) -> None:
         """sample() for a fused sample whose non-empty call chain was numbered (define_chain).
-        A repeat skips hashing the chain while the symbolizer's memo that gave its frames is
-        unchanged: it replaces the process's memo dict (never clears it in place) whenever
-        entries become invalid, so the dict's identity and the kernel generation decide."""
-        proc = self.session.process(pid)
+        A repeat skips hashing the chain while the frames it gave are valid: neither the
+        process's space nor the kernel's has a new generation, and no perf map names them."""
+        session = self.session
+        proc = session.process(pid)
         hit = self._frames_by_id.get(cid)
-        if (hit is not None and hit[0] is proc.chains
-                and proc.chains_generation == self.session.kernel_generation
-                and proc.perf_map is False):
-            frames = hit[1]
+        state = proc.symbols
+        if (hit is not None and hit[0] == proc.generation
+                and hit[1] == session.kernel.generation
+                and state is not None and state.perf_map is False):
+            frames = hit[2]
         else:
             frames = self._fused_frames(proc, ip, self._chain_by_id[cid], misc)
-            self._frames_by_id[cid] = (proc.chains, frames)
+            self._frames_by_id[cid] = (proc.generation, session.kernel.generation, frames)
         self.writer.sample_one(pid, tid, time, cpu, frames, self.attrs.attribute_id(sid), period)
 
     def _recorded_frames(self, proc, ip: int, callchain, branch_stack, misc: int):
@@ -287,7 +256,8 @@ class Sink(Spaces):
         whether the sample ip is a kernel address."""
         session = self.session
         sym = self.symbolizer
-        if proc.perf_map is not False:
+        state = proc.symbols
+        if state is None or state.perf_map is not False:
             sym.prepare(proc)
         klo, khi = session.kernel_range
         in_kernel = klo <= ip < khi
@@ -295,8 +265,8 @@ class Sink(Spaces):
             proc.exec_done()
         if not (callchain or branch_stack):
             return [], in_kernel
-        return sym.callchain(proc, session.kernel, session.kernel_generation, callchain, ip,
-                             ip_is_user(misc, in_kernel), branch_stack), in_kernel
+        return sym.callchain(proc, session.kernel, callchain, ip, ip_is_user(misc, in_kernel),
+                             branch_stack), in_kernel
 
     def _ip_frame(self, proc, ip: int, in_kernel: bool) -> int:
         """The only frame of a sample without a stack: its ip."""

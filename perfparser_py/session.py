@@ -21,6 +21,7 @@ The rules (DESIGN.md decision 6) are what the kernel did, not what upstream perf
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 
 from .perfdata import events as ev
@@ -31,6 +32,8 @@ MISC_FORK_EXEC = 0x2000  # PERF_RECORD_MISC_FORK_EXEC (same bit, other record ty
 KERNEL_PID = -1
 # exited processes kept for the samples of their exit path (Session.exited)
 MAX_EXITED = 64
+# Process.generation's values, unique across all processes of the run
+_generations = itertools.count(1)
 
 
 def is_special(path: bytes) -> bool:
@@ -198,40 +201,38 @@ class AddressSpace:
 
 
 class Process:
-    """Per-process state: address space, caches and unwinding history."""
+    """A process: its pid, address space and first image, plus one slot per later stage
+    (`unwind`, `symbols`) that the stage makes, fills and checks against the generations.
 
-    __slots__ = ("before_exec", "cache", "chains", "chains_generation", "first_image",
-                 "history", "module_at", "perf_map", "pid", "space", "unwind_steps", "unwound")
+    `generation` changes with every change of the address space, `image_generation` with
+    every change that adds or removes a mapping with an ELF image (only those change what
+    the unwinder's module lookups answer). Both are unique across processes, so a stage's
+    record of one names this process's space as it was."""
+
+    __slots__ = ("before_exec", "first_image", "generation", "image_generation", "pid", "space",
+                 "symbols", "unwind")
 
     def __init__(self, pid: int, space: AddressSpace | None = None) -> None:
         self.pid = pid
         self.space = space if space is not None else AddressSpace()
         self.first_image = None  # first ELF mapped: picks the unwinder's machine
-        # ip -> location id (symbolize.Symbolizer.frame), valid while this space is unchanged
-        self.cache: dict[int, int] = {}
-        # the DWARF unwinder's own state (stack words seen in earlier samples), made and
-        # read only by it: an unwind.history.History from its first use
-        self.history = None
-        self.perf_map = None  # PerfMap | None, opened lazily by the symbolizer
-        # callchain -> location ids, valid while neither this space nor the kernel's changes
-        self.chains: dict[tuple, list[int]] = {}
-        self.chains_generation = 0
-        # lookup address -> compiled CFI step (unwind.dwarf), valid while this space is
-        # unchanged; cleared with any mapping change
-        self.unwind_steps: dict[int, object] = {}
-        self.module_at = None  # the DWARF unwinder's address -> module lookup in this space
-        # unwound addresses -> location ids, valid while this space is unchanged
-        self.unwound: dict[tuple[int, ...], list[int]] = {}
+        self.generation = self.image_generation = next(_generations)
         # the address space before the exec that made this process, while the kernel may
         # still be in execve: samples there have the old program's user registers
         self.before_exec: AddressSpace | None = None
+        self.unwind = None  # unwind.process.ProcessUnwind, made by the DWARF unwinder
+        self.symbols = None  # symbolize.ProcessSymbols, made by the symbolizer
 
     def exec_done(self) -> None:
         """The new program runs in user mode: the old address space names nothing more."""
         self.before_exec = None
-        self.chains = {}  # replaced, never cleared in place (Sink.numbered_sample)
-        self.unwound.clear()
-        self.cache.clear()
+        self.generation = next(_generations)
+
+    def changed(self, image: bool) -> None:
+        """The address space changed; `image`: in a place an ELF image maps, or will."""
+        self.generation = next(_generations)
+        if image:
+            self.image_generation = self.generation
 
 
 class Session:
@@ -244,7 +245,6 @@ class Session:
         # are named from its maps, as perf does. A reused pid starts anew with its FORK.
         self.exited: dict[int, Process] = {}
         self.kernel = Process(KERNEL_PID)
-        self.kernel_generation = 0  # bumped by every kernel mapping (invalidates chains)
         # (first kernel mapping's start, last one's end); (0, 0) while there is none
         self.kernel_range = (0, 0)
 
@@ -334,29 +334,18 @@ class Session:
         proc = self.process(pid)
         if mapping.image is not None and proc.first_image is None:
             proc.first_image = mapping.image
-        self._invalidate(pid, proc, mapping.start, mapping.end, mapping.image is not None)
+        # Only a change where an ELF image maps counts for the unwinder: a data mapping over
+        # data or nothing changes no module lookup's answer (cc1plus maps ~150 of them).
+        proc.changed(mapping.image is not None or proc.space.has_image(mapping.start, mapping.end))
         proc.space.insert(mapping)
         self._changed(pid, proc)
 
     def remove_kernel_range(self, start: int, end: int) -> None:
         """Kernel code at [start, end) is gone (a BPF program unloaded)."""
         kernel = self.kernel
-        self._invalidate(KERNEL_PID, kernel, start, end, False)
+        kernel.changed(kernel.space.has_image(start, end))
         kernel.space.remove(start, end)
         self._changed(KERNEL_PID, kernel)
-
-    def _invalidate(self, pid: int, proc: Process, start: int, end: int, image: bool) -> None:
-        """Before proc's space changes at [start, end): drop what the change invalidates."""
-        proc.chains = {}  # replaced, never cleared in place (Sink.numbered_sample)
-        if image or proc.space.has_image(start, end):
-            # the unwinder's caches hold what its module lookups answered, and only mappings
-            # with an ELF image answer them: a data mapping over data or nothing changes no
-            # answer (cc1plus maps ~150 of them, each clearing what its samples had built)
-            proc.unwind_steps.clear()
-        proc.unwound.clear()
-        proc.cache.clear()
-        if pid == KERNEL_PID:
-            self.kernel_generation += 1
 
     def _changed(self, pid: int, proc: Process) -> None:
         if pid == KERNEL_PID:

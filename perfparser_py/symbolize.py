@@ -22,6 +22,39 @@ from .unwind.framepointer import callchain_frames
 MEMO_FRAMES = 1 << 18
 
 
+class ProcessSymbols:
+    """The symbolizer's slot in a session.Process (Process.symbols): its perf map and its
+    memos, which hold one generation of the process's space (the call chains, which name
+    kernel frames too, one generation of the kernel's as well). Emptied in place when a
+    generation changes: the memo budget (Symbolizer._memo_room) holds these dicts."""
+
+    __slots__ = ("cache", "chains", "generation", "kernel_generation", "perf_map", "unwound")
+
+    def __init__(self, generation: int) -> None:
+        self.generation = generation
+        self.kernel_generation = 0
+        # ip -> location id (Symbolizer.frame)
+        self.cache: dict[int, int] = {}
+        # (callchain, ip, ip is user, branch stack) -> location ids (Symbolizer.callchain)
+        self.chains: dict[tuple, list[int]] = {}
+        # unwound addresses -> location ids (Symbolizer.unwound)
+        self.unwound: dict[tuple[int, ...], list[int]] = {}
+        self.perf_map = None  # PerfMap, or False without one: opened by Symbolizer.prepare
+
+
+def process_symbols(proc: Process) -> ProcessSymbols:
+    """proc's symbolizer slot, made on first use and emptied when its space changed."""
+    state = proc.symbols
+    if state is None:
+        state = proc.symbols = ProcessSymbols(proc.generation)
+    elif state.generation != proc.generation:
+        state.generation = proc.generation
+        state.cache.clear()
+        state.chains.clear()
+        state.unwound.clear()
+    return state
+
+
 class Symbolizer:
     def __init__(self, emitter: Emitter, kernel_symbols, perf_map_path: str | None) -> None:
         self.emit = emitter
@@ -44,7 +77,10 @@ class Symbolizer:
     def frame(self, proc: Process, ip: int, is_kernel: bool) -> int:
         # per process first: one dict lookup, where the shared key takes a mapping lookup
         # and a tuple (DWARF stacks rarely repeat whole, their addresses do)
-        cache = proc.cache
+        state = proc.symbols
+        if state is None or state.generation != proc.generation:
+            state = process_symbols(proc)
+        cache = state.cache
         lid = cache.get(ip)
         if lid is not None:
             return lid
@@ -62,16 +98,16 @@ class Symbolizer:
         cache[ip] = lid
         return lid
 
-    def callchain(self, proc: Process, kernel: Process, kernel_generation: int, callchain,
-                  ip: int, ip_is_user: bool, branch_stack) -> list[int]:
+    def callchain(self, proc: Process, kernel: Process, callchain, ip: int, ip_is_user: bool,
+                  branch_stack) -> list[int]:
         """Location ids of a sample's recorded call chain (see callchain_frames), memoized per
         process: repeated stacks cost one dict lookup. A hit emits nothing new, exactly as
         resolving again would not, because every frame was resolved on the first miss."""
-        chains = proc.chains
-        if proc.chains_generation != kernel_generation:
-            # replaced, never cleared in place: Sink.numbered_sample relies on it
-            chains = proc.chains = {}
-            proc.chains_generation = kernel_generation
+        state = process_symbols(proc)
+        chains = state.chains
+        if state.kernel_generation != kernel.generation:
+            chains.clear()
+            state.kernel_generation = kernel.generation
         key = (callchain, ip, ip_is_user, branch_stack)
         ids = chains.get(key)
         if ids is None:
@@ -84,7 +120,7 @@ class Symbolizer:
 
     def unwound(self, proc: Process, addrs: list[int]) -> list[int]:
         """Location ids of DWARF-unwound user addresses, memoized per process like callchain()."""
-        memo = proc.unwound
+        memo = process_symbols(proc).unwound
         key = tuple(addrs)
         ids = memo.get(key)
         if ids is None:
@@ -97,8 +133,7 @@ class Symbolizer:
     def _memo_room(self, memo: dict, frames: int) -> None:
         """Make room for an entry of `memo` (a process's chains or unwound) holding `frames`
         frames in its key and ids: past MEMO_FRAMES, every memo and its dependents are
-        emptied. In place: the frames they gave stay valid, and Sink.numbered_sample's
-        identity check sees no stale entry, its dependent being emptied too."""
+        emptied (in place: the frames they gave stay valid)."""
         self._memo_frames += frames + 1
         if self._memo_frames > MEMO_FRAMES:
             for d in (*self._memos.values(), *self.memo_dependents):
@@ -124,7 +159,7 @@ class Symbolizer:
 
     def _unmapped(self, proc: Process, ip: int, is_kernel: bool) -> int:
         pid = proc.pid
-        if pid != KERNEL_PID and not proc.perf_map:
+        if pid != KERNEL_PID and not proc.symbols.perf_map:
             # Hot on frame-pointer files whose chains hold many such addresses: they all
             # share one (unnamed) function location per process, defined on the first one.
             parent = self._unmapped_parents.get(pid)
@@ -165,7 +200,7 @@ class Symbolizer:
         if pid == KERNEL_PID:
             hit = self._kernel_symbol(ip)
         else:
-            hit = self._jit_symbol(proc, ip) if proc.perf_map else None
+            hit = self._jit_symbol(proc, ip) if proc.symbols.perf_map else None
         if hit is not None:
             start, sym_name, module = hit
             name_bytes = sym_name
@@ -266,19 +301,22 @@ class Symbolizer:
             return info
 
     # -- kernel and JIT ------------------------------------------------------------------
-    def prepare(self, proc: Process) -> None:
-        """Before each sample: pick up lines appended to the process's perf-PID.map."""
-        perf_map = proc.perf_map
+    def prepare(self, proc: Process) -> ProcessSymbols:
+        """Before each sample: proc's slot, with the lines appended to the process's
+        perf-PID.map picked up."""
+        state = process_symbols(proc)
+        perf_map = state.perf_map
         if perf_map is None:
             from .jitmap import PerfMap
 
             path = PerfMap.path_for(proc.pid, self._perf_map_path)
-            perf_map = proc.perf_map = PerfMap(path) if path else False
+            perf_map = state.perf_map = PerfMap(path) if path else False
         if perf_map:
             perf_map.refresh()
+        return state
 
     def _jit_symbol(self, proc: Process, ip: int):
-        hit = proc.perf_map.lookup(ip)
+        hit = proc.symbols.perf_map.lookup(ip)
         if hit is None:
             return None
         return hit[0], hit[1], ""

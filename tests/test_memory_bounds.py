@@ -59,7 +59,8 @@ def _run(path: Path, split: str, monkeypatch) -> tuple[bytes, pipeline.Sink]:
 def _memo_frames(sink: pipeline.Sink) -> int:
     """What the symbolizer's stack memos hold, counted as it counts (a unit per entry)."""
     procs = [*sink.session.processes.values(), *sink.session.exited.values()]
-    return sum(len(key[0]) + len(ids) + 1 for p in procs for key, ids in p.chains.items())
+    return sum(len(key[0]) + len(ids) + 1 for p in procs if p.symbols is not None
+               for key, ids in p.symbols.chains.items())
 
 
 @pytest.mark.parametrize("split", ["0", "1"])

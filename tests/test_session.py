@@ -1,5 +1,6 @@
 """Session (session.py) on its own: the record -> process rules (fork, exec, exit, mmap
-placement, the kernel's space) and which mapping events clear a process's unwinder caches."""
+placement, the kernel's space) and which mapping events give a process's space a new
+generation, which the later stages' per-process slots are checked against."""
 
 from perfparser_py.session import Mapping, Session, is_special
 
@@ -9,22 +10,68 @@ def _map(start: int, end: int, image=None) -> Mapping:
                    start)
 
 
-def test_only_mappings_with_an_image_clear_the_unwinder_caches():
+def test_only_mappings_with_an_image_give_a_new_image_generation():
     session = Session()
     image = object()
     session.add_mapping(1, _map(0x1000, 0x2000, image))
-    steps = session.process(1).unwind_steps
-    steps[0x1500] = "compiled step"
+    proc = session.process(1)
+    generation, image_generation = proc.generation, proc.image_generation
     # data mapped over nothing, then over data: no module lookup answers differently
     session.add_mapping(1, _map(0x5000, 0x6000))
     session.add_mapping(1, _map(0x5800, 0x7000))
-    assert steps == {0x1500: "compiled step"}
+    assert proc.image_generation == image_generation
+    assert proc.generation != generation  # but the space did change
     # data over the image's tail: lookups there now find no image
     session.add_mapping(1, _map(0x1800, 0x1900))
-    assert steps == {}
-    steps[0x1500] = "compiled step"
+    assert proc.image_generation != image_generation
+    image_generation = proc.image_generation
     session.add_mapping(1, _map(0x8000, 0x9000, image))  # a new image
-    assert steps == {}
+    assert proc.image_generation != image_generation
+
+
+def test_the_unwinders_steps_are_kept_across_data_mappings_and_dropped_for_images():
+    from perfparser_py.unwind.process import process_unwind
+
+    session = Session()
+    image = object()
+    session.add_mapping(1, _map(0x1000, 0x2000, image))
+    proc = session.process(1)
+    steps = process_unwind(proc, {}, None).steps
+    steps[0x1500] = "compiled step"
+    session.add_mapping(1, _map(0x5000, 0x6000))
+    assert process_unwind(proc, {}, None).steps == {0x1500: "compiled step"}
+    session.add_mapping(1, _map(0x1800, 0x1900))
+    assert process_unwind(proc, {}, None).steps == {}
+
+
+def test_generations_are_unique_across_processes_and_an_exec_starts_a_new_one():
+    session = Session()
+    session.add_mapping(1, _map(0x1000, 0x2000))
+    session.add_mapping(2, _map(0x1000, 0x2000))
+    seen = {session.process(1).generation, session.process(2).generation}
+    assert len(seen) == 2
+    session.exec(1)
+    seen.add(session.process(1).generation)
+    assert len(seen) == 3
+    proc = session.process(1)
+    proc.before_exec = proc.space
+    proc.exec_done()  # the old space names nothing more: the slots' memos are stale
+    assert proc.generation not in seen
+
+
+def test_the_symbolizers_memos_hold_one_generation_of_the_space():
+    from perfparser_py.symbolize import process_symbols
+
+    session = Session()
+    session.add_mapping(1, _map(0x1000, 0x2000))
+    proc = session.process(1)
+    state = process_symbols(proc)
+    state.cache[0x1500] = 7
+    state.perf_map = False
+    assert process_symbols(proc).cache == {0x1500: 7}
+    session.add_mapping(1, _map(0x3000, 0x4000))
+    state = process_symbols(proc)
+    assert state.cache == {} and state.perf_map is False  # the perf map is no memo
 
 
 def _lib(start: int, end: int, path: bytes, pgoff: int = 0) -> Mapping:
@@ -94,10 +141,10 @@ def test_kernel_mappings_move_the_kernel_range_and_its_generation():
 
     session = Session()
     session.add_mapping(KERNEL_PID, _lib(0xFFFF0000, 0xFFFF8000, b"[kernel.kallsyms]_text"))
-    generation = session.kernel_generation
+    generation = session.kernel.generation
     session.add_mapping(KERNEL_PID, _lib(0xFFFF9000, 0xFFFFA000, b"[bpf_prog]"))
     assert session.kernel_range == (0xFFFF0000, 0xFFFFA000)
-    assert session.kernel_generation > generation
+    assert session.kernel.generation != generation
     session.remove_kernel_range(0xFFFF9000, 0xFFFFA000)
     assert session.kernel_range == (0xFFFF0000, 0xFFFF8000)
 

@@ -453,8 +453,8 @@ def test_a_frame_pointer_cycle_ends_the_walk(back_to: int) -> None:
 def test_words_outside_the_copy_ask_for_their_module_once_per_span() -> None:
     # ten frames (CFA = rsp+16, ra at cfa-8) whose return addresses all lie past the stack
     # copy, in history: a module_at that can name the span without modules around the first
-    # such word (pipeline.ModuleLookup) is asked about stack words once; the frames are those
-    # of one that cannot
+    # such word (unwind.process.ModuleLookup) is asked about stack words once; the frames are
+    # those of one that cannot
     rows = [Row((CFA_REG, 7, 16), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100)]
     sp = 0x7FFF_0000
     mask = (1 << 7) | (1 << 8)

@@ -1,0 +1,65 @@
+"""The DWARF unwinder's per-process state (session.Process.unwind): the process's stack words
+seen in earlier samples, its module lookup and its compiled CFI steps.
+
+Compiled (DESIGN decision 11): the walk calls ModuleLookup for every frame and for stack words
+outside the sample's copy.
+"""
+
+from __future__ import annotations
+
+from .history import History
+
+
+class ModuleLookup:
+    """The DWARF unwinder's view of one process's address space (unwind.dwarf's module_at):
+    runtime address -> (image, bias, CFI) | None, and where that answer is None around an
+    address, so that a walk reading many stack words outside its copy asks once."""
+
+    __slots__ = ("space", "cfis", "cfi_for")
+
+    def __init__(self, space, cfis: dict[int, object], cfi_for) -> None:
+        self.space = space
+        self.cfis = cfis  # id(image) -> its Cfi | None, shared by the processes
+        self.cfi_for = cfi_for
+
+    def __call__(self, pc: int):
+        m = self.space.find(pc)
+        if m is None or m.image is None:
+            return None
+        key = id(m.image)
+        cfi = self.cfis.get(key, False)
+        if cfi is False:
+            cfi = self.cfis[key] = self.cfi_for(m.image)
+        return m.image, m.bias, cfi
+
+    def no_image_span(self, addr: int) -> tuple[int, int] | None:
+        """[start, end) around `addr` where every address answers None, else None."""
+        start, end, m = self.space.span_at(addr)
+        return None if m is not None and m.image is not None else (start, end)
+
+
+class ProcessUnwind:
+    """One process's unwinding state. The history lives as long as the process; the steps
+    (lookup address -> compiled CFI step) hold what module lookups answered, so they are
+    valid for one image generation of its space (session.Process)."""
+
+    __slots__ = ("generation", "history", "module_at", "steps")
+
+    def __init__(self, module_at: ModuleLookup, generation: int) -> None:
+        self.module_at = module_at
+        self.history = History()
+        self.steps: dict[int, object] = {}
+        self.generation = generation
+
+
+def process_unwind(proc, cfis: dict[int, object], cfi_for) -> ProcessUnwind:
+    """proc's unwinding state, made on first use (one module lookup per process: made per
+    sample, it was ~1 % of a DWARF run) and its steps emptied when an image mapping changed."""
+    state = proc.unwind
+    if state is None:
+        state = proc.unwind = ProcessUnwind(ModuleLookup(proc.space, cfis, cfi_for),
+                                            proc.image_generation)
+    elif state.generation != proc.image_generation:
+        state.steps.clear()
+        state.generation = proc.image_generation
+    return state
