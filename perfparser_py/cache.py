@@ -50,7 +50,7 @@ MAX_DECODED = 64 << 20
 _CODE = ("elf/image.py", "elf/symtab.py", "elf/dwarf/__init__.py", "elf/dwarf/constants.py",
          "elf/dwarf/units.py", "elf/dwarf/dies.py", "elf/dwarf/ranges.py", "elf/dwarf/lines.py",
          "elf/dwarf/scopes.py", "elf/dwarf/info.py", "elf/leb128.py", "demangle.py",
-         "demangle_fallback.py", "kernel.py", "cache.py")
+         "demangle_fallback.py", "kernel/kallsyms.py", "cache.py")
 
 
 def _code_version() -> str:
@@ -273,7 +273,7 @@ def _symbols(v) -> bool:
 
 
 # What each key of a record holds, as the modules that use it write it (elf/image.py,
-# elf/dwarf/info.py, kernel.py): a record with anything else is a miss, never an error later.
+# elf/dwarf/info.py, kernel/kallsyms.py): a record with anything else is a miss, never an error later.
 _SHAPES = {
     "symbols": _symbols,
     "dwarf": lambda v: type(v) is bool,
@@ -284,7 +284,7 @@ _SHAPES = {
 }
 
 
-# a kallsyms record's "address of <symbol>" keys (kernel.RecordedKallsyms.address_of): the
+# a kallsyms record's "address of <symbol>" keys (kernel.kallsyms.RecordedKallsyms.address_of): the
 # address or None
 ADDRESS_OF = "address of "
 

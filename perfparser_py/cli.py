@@ -269,7 +269,8 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
             return INVALID_OPTION
         if not options.print_stats and os.environ.get("PERFPARSER_PY_SPLIT") != "0":
             # forked before the big imports: a small process to copy
-            from .kernel import KallsymsWorker, likely_path
+            from .kernel.symbols import likely_path
+            from .kernel.worker import KallsymsWorker
 
             worker = KallsymsWorker.start(likely_path(options.kallsyms, options.sysroot))
         from .flavour import FlavourError, choose_flavour

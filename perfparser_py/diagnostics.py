@@ -48,7 +48,7 @@ _KERNEL_CAUSES = {"hidden": KERNEL_HIDDEN, "other kernel": KERNEL_OTHER,
 
 def cause_of(library: str, kernel: bool, found: bool, kernel_because: str | None = None) -> Cause:
     """Why the frames of one library have no name. `kernel_because`: what the parser knows of
-    its kernel symbols (kernel.KernelSymbols.unnamed_because)."""
+    its kernel symbols (kernel.symbols.KernelSymbols.unnamed_because)."""
     if kernel:
         return _KERNEL_CAUSES.get(kernel_because or "", KERNEL)
     if not library:

@@ -16,7 +16,7 @@ from .diagnostics import end_of_run, missing_sysroot, report
 from .elf.vdso import VDSO_NAME
 from .emit import AttributeTable, Emitter
 from .jitdump import JitDumps
-from .kernel import KernelSymbols
+from .kernel.symbols import KernelSymbols
 from .ordering import MMAP, TASK, EventQueue
 from .perfdata import events as ev
 from .perfdata.attr import TYPE_TRACEPOINT, generated_name

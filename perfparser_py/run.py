@@ -10,7 +10,7 @@ from .perfdata.errors import PerfDataError
 
 def run(options, out, kallsyms_worker=None, keep: list | None = None) -> int:
     """Process one input according to `options`, writing to the binary stream `out`;
-    `kallsyms_worker` (a kernel.KallsymsWorker) may be parsing the kernel's symbols; the
+    `kallsyms_worker` (a kernel.worker.KallsymsWorker) may be parsing the kernel's symbols; the
     run's state goes into `keep` when given (the caller frees it, or exits without)."""
     from . import parallel
     from .pipeline import Run

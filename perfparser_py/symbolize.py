@@ -60,7 +60,7 @@ class Symbolizer:
         self.emit = emitter
         # (path, base_vaddr, ip - base) -> location id (session.Mapping)
         self._shared: dict[tuple[bytes, int | None, int], int] = {}
-        self._kernel_symbol = kernel_symbols.lookup  # a kernel.KernelSymbols's
+        self._kernel_symbol = kernel_symbols.lookup  # a kernel.symbols.KernelSymbols's
         self._perf_map_path = perf_map_path
         self._dwarf: dict[int, object] = {}  # id(image) -> DwarfInfo | None
         # (recorded path, local path) -> string ids of (binary, path, actual path)

@@ -185,7 +185,7 @@ def test_recorded_dwarf_answers_like_dwarf(corpus_dir: Path, tmp_path: Path) -> 
 
 def test_kallsyms_answers_from_the_record(corpus_dir: Path, tmp_path: Path) -> None:
     from perfparser_py.cache import set_current
-    from perfparser_py.kernel import Kallsyms, KallsymsError, RecordedKallsyms
+    from perfparser_py.kernel.kallsyms import Kallsyms, KallsymsError, RecordedKallsyms
 
     path = str(corpus_dir / "kallsyms/kallsyms.gz")
     plain = Kallsyms.load(path)

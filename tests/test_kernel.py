@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfparser_py.kernel import Kallsyms, KallsymsError
+from perfparser_py.kernel.kallsyms import Kallsyms, KallsymsError
 
 
 def test_corpus_kallsyms_gz(corpus_dir: Path) -> None:

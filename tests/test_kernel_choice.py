@@ -20,7 +20,8 @@ import pytest
 from perfparser_py import cpus, diagnostics
 from perfparser_py import protocol as P
 from perfparser_py.cli import make_options, parse_args
-from perfparser_py.kernel import KallsymsWorker, KernelSymbols, likely_path, running_build_id
+from perfparser_py.kernel.symbols import KernelSymbols, likely_path, running_build_id
+from perfparser_py.kernel.worker import KallsymsWorker
 from tests.corpus.expect import CORPUS, decode, run_parser
 from tests.test_kernel_worker import run_with_worker
 

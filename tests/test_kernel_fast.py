@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perfparser_py.kernel import Kallsyms, KallsymsError
+from perfparser_py.kernel.kallsyms import Kallsyms, KallsymsError
 
 
 def reference(data: bytes) -> list[tuple[int, str, str]]:

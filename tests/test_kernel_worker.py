@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from perfparser_py import cache, cpus, kernel
+from perfparser_py import cache, cpus
 from perfparser_py.cli import make_options, parse_args
-from perfparser_py.kernel import Kallsyms, KallsymsError, KallsymsWorker, likely_path
+from perfparser_py.kernel import kallsyms
+from perfparser_py.kernel.kallsyms import Kallsyms, KallsymsError
+from perfparser_py.kernel.symbols import likely_path
+from perfparser_py.kernel.worker import KallsymsWorker
 from perfparser_py.run import run
 from tests.corpus.expect import CORPUS, case_options
 from tests.test_kernel_fast import random_kallsyms
@@ -55,7 +58,7 @@ def test_worker_table_answers_like_a_local_parse(tmp_path: Path, seed: int, shap
     path.write_bytes(data)
     local = Kallsyms.parse(data)
     key, remote = worker_table(str(path))
-    assert key == kernel._cache_key(*kernel._read(str(path)))
+    assert key == kallsyms.cache_key(*kallsyms.read(str(path)))
     assert len(remote) == len(local)
     for addr in probes(local, rng):
         assert remote.lookup(addr) == local.lookup(addr), hex(addr)
@@ -69,9 +72,9 @@ def test_cache_key_is_the_file_identity_else_the_content_digest(tmp_path: Path):
     path.write_bytes(b"ffffffff81000000 T other\n")  # rewritten in place: a new key
     assert worker_table(str(path))[0] not in (key, None)
     # a file whose size says nothing about its content (procfs: 0) is keyed by content
-    data, identity = kernel._read("/proc/self/maps")
+    data, identity = kallsyms.read("/proc/self/maps")
     assert identity is None and len(data) > 0
-    assert kernel._cache_key(data, None) == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert kallsyms.cache_key(data, None) == "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def test_gzip_file_and_errors_match_a_local_load(tmp_path: Path):

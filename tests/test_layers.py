@@ -31,7 +31,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("unwind", ("unwind", "unwind.*")),
     ("protocol", ("protocol", "protocol.*")),
     ("emit", ("emit",)),
-    ("symbolize", ("symbolize", "kernel", "jitmap", "tracepoints")),
+    ("symbolize", ("symbolize", "kernel", "kernel.*", "jitmap", "tracepoints")),
     ("pipeline", ("pipeline",)),
     ("parallel", ("parallel",)),
     ("run", ("run",)),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfparser_py import parallel, pipeline
-from perfparser_py.kernel import _read_to_end
+from perfparser_py.kernel.worker import _read_to_end
 from perfparser_py.run import run
 from perfparser_py.cli import make_options, parse_args
 from tests.corpus.expect import CORPUS, case_options

@@ -13,7 +13,7 @@ import io
 from perfparser_py.compare import logical_frames
 from perfparser_py.elf.dwarf import Scope
 from perfparser_py.emit import Emitter
-from perfparser_py.kernel import KernelSymbols
+from perfparser_py.kernel.symbols import KernelSymbols
 from perfparser_py.protocol import StreamWriter, read_stream
 from perfparser_py.session import Mapping
 from perfparser_py.symbolize import Symbolizer
