@@ -47,10 +47,11 @@ MAX_ENTRY = 64 << 20  # the largest entry read back (docs/robustness.md), and de
 MAX_DECODED = 64 << 20
 # modules whose code decides what a record holds: an image's (symbols, names, lines,
 # scopes) or a kallsyms file's
-_CODE = ("elf/image.py", "elf/symtab.py", "elf/dwarf/__init__.py", "elf/dwarf/constants.py",
-         "elf/dwarf/units.py", "elf/dwarf/dies.py", "elf/dwarf/ranges.py", "elf/dwarf/lines.py",
-         "elf/dwarf/scopes.py", "elf/dwarf/info.py", "elf/leb128.py", "demangle.py",
-         "demangle_fallback.py", "kernel/kallsyms.py", "cache.py")
+_CODE = ("elf/image.py", "elf/constants.py", "elf/compressed.py", "elf/symtab.py",
+         "elf/dwarf/__init__.py", "elf/dwarf/constants.py", "elf/dwarf/units.py",
+         "elf/dwarf/dies.py", "elf/dwarf/ranges.py", "elf/dwarf/lines.py", "elf/dwarf/scopes.py",
+         "elf/dwarf/info.py", "elf/leb128.py", "demangle.py", "demangle_fallback.py",
+         "kernel/kallsyms.py", "cache.py")
 
 
 def _code_version() -> str:

@@ -14,7 +14,8 @@ import zlib
 from collections.abc import Callable
 
 from ..regular import open_regular
-from .image import ElfImage, reset_inflate_budget, warn_once
+from .compressed import reset_inflate_budget
+from .image import ElfImage, warn_once
 from .vdso import VDSO_NAME, own_vdso
 
 TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)

@@ -1,9 +1,11 @@
 """One loaded ELF file: headers, PT_LOAD layout, load bias, sections, symbol table.
 
 `ElfImage` is the per-file object shared by every process that maps the file. Opening reads
-only the ELF/program/section headers and the notes; the symbol table, PLT map and section
-contents are built on first use. A malformed file never raises: `open()` returns None or the
-affected feature returns nothing, with one warning per file on stderr.
+only the ELF/program/section headers and the notes (build id, debug link); the symbol table,
+PLT map and section contents are built on first use. A malformed file never raises: `open()`
+returns None or the affected feature returns nothing, with one warning per file on stderr.
+Compressed sections are decompressed by `compressed`, names for addresses without a symbol
+come from `plt` (mixed into ElfImage).
 """
 
 from __future__ import annotations
@@ -13,111 +15,39 @@ import mmap
 import os
 import struct
 import sys
-import threading
-import zlib
 
 from ..demangle import demangle
 from ..regular import open_regular
+from . import compressed
+from .constants import (
+    EM_ARM,
+    MACHINES,
+    PF_W,
+    PF_X,
+    PT_LOAD,
+    PT_NOTE,
+    SHF_ALLOC,
+    SHF_COMPRESSED,
+    SHT_DYNSYM,
+    SHT_NOBITS,
+    SHT_NOTE,
+    SHT_SYMTAB,
+)
 from .notes import gnu_build_id
+from .plt import FallbackNames
 from .symtab import SymbolTable, enclosing_sized, name_at, sorted_table, table_rows
 
 TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from ..cache import CacheRecord
 
-PT_LOAD = 1
-PT_NOTE = 4
-PF_X = 1
-PF_W = 2
 PROT_WRITE = 2
 PROT_EXEC = 4
-SHT_SYMTAB = 2
-SHT_RELA = 4
-SHT_NOTE = 7
-SHT_NOBITS = 8
-SHT_REL = 9
-SHT_DYNSYM = 11
-SHF_ALLOC = 0x2
-SHF_COMPRESSED = 0x800
-DT_NULL = 0
-DT_PLTGOT = 3
-EM_ARM = 40
-EM_X86_64 = 62
-R_X86_64_IRELATIVE = 37
-# the x86-64 sections of PLT entries, each a jump through a GOT slot
-_X86_64_PLTS = frozenset({".plt", ".iplt", ".plt.sec", ".plt.got"})
-
-MACHINES = {
-    2: "sparc", 3: "i386", 8: "mips", 18: "sparc", 20: "ppc", 21: "ppc64", 22: "s390",
-    42: "sh", 43: "sparcv9", 40: "arm", 62: "x86_64", 183: "aarch64", 243: "riscv",
-    258: "loongarch",
-}
 
 # Page sizes a kernel may have used to round a segment's file offset down for mmap.
 _PAGE_SIZES = (0x1000, 0x4000, 0x10000)
-# Bounds against decompression bombs in hostile files (docs/robustness.md): one section
-# inflates to at most its header's size and _MAX_SECTION; all of a run's sections together
-# to at most INFLATE_BASE + INFLATE_RATIO times the compressed bytes (DWARF compresses 3-10x).
-_MAX_SECTION = 1 << 30
-INFLATE_BASE = 256 << 20
-INFLATE_RATIO = 64
-
-
-class _InflateBudget:
-    """What the run's decompressed debug data may still grow by (any thread)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.compressed = self.inflated = 0
-
-    def take(self, compressed: int, most: int) -> int:
-        """Reserve up to `most` bytes of output for `compressed` bytes of input; the bytes
-        granted (fewer than `most` when the budget is short: the caller refuses then)."""
-        with self._lock:
-            self.compressed += compressed
-            granted = max(0, min(most, INFLATE_BASE + INFLATE_RATIO * self.compressed
-                                 - self.inflated))
-            self.inflated += granted
-            return granted
-
-    def give_back(self, unused: int) -> None:
-        with self._lock:
-            self.inflated -= unused
-
-
-_budget = _InflateBudget()
-
-
-def reset_inflate_budget() -> None:
-    """A new run starts with the whole budget (ElfFinder, once per run)."""
-    global _budget
-    _budget = _InflateBudget()
 
 _warned: set[str] = set()
-
-
-_isal = None  # isal.isal_zlib once looked for; False when not installed
-
-
-def _zlib_inflate(body: memoryview, usize: int) -> bytes:
-    """The first `usize` bytes of a zlib stream. ISA-L's inflate is ~2x zlib's (libc's
-    debug sections 51 -> 23 ms). Its result is taken only when it is complete (all `usize`
-    bytes); an error or a short result (damaged or truncated data, where the two libraries
-    may stop at different points) is decided by zlib, as before."""
-    global _isal
-    if _isal is None:
-        try:
-            from isal import isal_zlib as _isal
-        except ImportError:
-            _isal = False
-    if _isal:
-        try:
-            data = _isal.decompressobj().decompress(body, usize)
-        except _isal.error:
-            data = b""
-        if len(data) == usize:
-            return data
-    return zlib.decompressobj().decompress(body, usize)
 
 
 class ElfFormatError(Exception):
@@ -129,96 +59,6 @@ def warn_once(path: str, message: str) -> None:
     if path not in _warned:
         _warned.add(path)
         print(f"perfparser: warning: {path}: {message}", file=sys.stderr)
-
-
-def _inflated(addr: int, name: str, body: memoryview, ctype: int, usize: int
-              ) -> tuple[int, bytes | None, str | None]:
-    """(addr, the decompressed section or None, warning or None); runs on any thread."""
-    if usize > _MAX_SECTION:
-        return addr, None, f"section {name} too large when decompressed"
-    if ctype not in (1, 2):
-        return addr, None, f"section {name}: unknown compression type {ctype}"
-    budget = _budget
-    if budget.take(len(body), usize) < usize:
-        return addr, None, (f"section {name} ({usize} bytes decompressed) exceeds the run's "
-                            "decompression budget: ignored")
-    data = b""
-    try:
-        if ctype == 1:
-            data = _zlib_inflate(body, usize)
-        else:
-            import zstandard
-
-            # never more than the header's size, however much the stream holds
-            with zstandard.ZstdDecompressor().stream_reader(body, read_across_frames=True) as r:
-                data = r.read(usize)
-    except Exception as e:  # noqa: BLE001 - zlib.error, MemoryError, zstandard.ZstdError...
-        return addr, None, f"section {name}: cannot decompress ({e})"
-    finally:
-        budget.give_back(usize - len(data))
-    return addr, data, None
-
-
-class _Inflation:
-    """One section's decompression: run by the prefetch thread or by the first caller of
-    result(), whichever claims it first; the other waits for it."""
-
-    __slots__ = ("_args", "_claim", "_owner", "_done", "_value")
-
-    def __init__(self, *args) -> None:
-        self._args = args
-        self._claim = threading.Lock()  # held by whoever runs the job, never released
-        self._owner = 0  # pid of the process that claimed it
-        self._done = threading.Event()
-        self._value: tuple | None = None
-
-    def run(self) -> None:
-        if self._claim.acquire(blocking=False):
-            self._owner = os.getpid()
-            self._value = _inflated(*self._args)
-            self._done.set()  # before the arguments go: a fork in between finds one or the other
-            self._args = ()
-
-    def result(self) -> tuple:
-        self.run()
-        if not self._done.is_set() and self._owner != os.getpid():
-            # claimed by the prefetch thread of the process this one was forked from: that
-            # thread does not exist here
-            return _inflated(*self._args)
-        self._done.wait()
-        return self._value
-
-
-_queue = None  # the prefetch thread's job queue, once started (in this process)
-
-
-def _prefetch(job: _Inflation, size: int) -> None:
-    """Queue `job` for the prefetch thread, started on first use; larger sections first (the
-    largest take longest to catch up with when needed)."""
-    global _queue
-    if _queue is None:
-        import queue
-
-        from ..cpus import lower_helper_priority
-
-        _queue = queue.PriorityQueue()
-        jobs = _queue
-
-        def work() -> None:
-            lower_helper_priority()
-            for item in iter(jobs.get, None):
-                item[2].run()
-
-        threading.Thread(target=work, name="perfparser-prefetch", daemon=True).start()
-    _queue.put((-size, id(job), job))
-
-
-def _forget_queue() -> None:
-    global _queue
-    _queue = None  # a forked child has no prefetch thread: it starts its own when needed
-
-
-os.register_at_fork(after_in_child=_forget_queue)
 
 
 class _Section:
@@ -236,7 +76,7 @@ class _Section:
         self.entsize: int = entsize
 
 
-class ElfImage:
+class ElfImage(FallbackNames):
     """A parsed ELF file (or in-memory ELF, e.g. the .gnu_debugdata mini image)."""
 
     def __init__(self, path: str, data: bytes | mmap.mmap | memoryview) -> None:
@@ -251,7 +91,7 @@ class ElfImage:
         self._sections: list[_Section] = []
         self._by_name: dict[str, _Section] = {}
         self._section_cache: dict[str, tuple[int, memoryview] | None] = {}
-        self._inflations: dict[str, _Inflation] = {}  # prefetch() jobs not yet taken
+        self._inflations: dict[str, compressed.Inflation] = {}  # prefetch() jobs not yet taken
         self._syms: SymbolTable | None = None
         self._sym_answers: dict[int, tuple[str, int, int]] = {}  # symbol_at per table index
         self._enclosing: list[int] | None = None  # symtab.enclosing_sized, on first need
@@ -485,33 +325,15 @@ class ElfImage:
             packed = self._compressed(sec)
             if packed is None:
                 return None
-            job = _Inflation(*packed)
+            job = compressed.Inflation(*packed)
         addr, data, warning = job.result()
         if warning is not None:
             warn_once(self.path, warning)
         return None if data is None else (addr, memoryview(data))
 
     def _compressed(self, sec: _Section) -> tuple | None:
-        """(sh_addr, section name, compressed body, type, size) of `sec` (a _holder: an
-        SHF_COMPRESSED section or a GNU .zdebug_ one); None if it is uncompressed or has a
-        damaged compression header."""
-        raw = self._raw_section(sec)
-        if sec.name.startswith(".zdebug_"):
-            if bytes(raw[:4]) != b"ZLIB" or len(raw) < 12:
-                return None
-            (usize,) = struct.unpack_from(">Q", raw, 4)
-            return (sec.addr, sec.name, raw[12:], 1, usize)
-        if not sec.flags & SHF_COMPRESSED:
-            return None
-        if self.is_64:
-            if len(raw) < 24:
-                return None
-            ctype, _res, usize, _align = struct.unpack_from(self._e + "IIQQ", raw, 0)
-            return (sec.addr, sec.name, raw[24:], ctype, usize)
-        if len(raw) < 12:
-            return None
-        ctype, usize, _align = struct.unpack_from(self._e + "III", raw, 0)
-        return (sec.addr, sec.name, raw[12:], ctype, usize)
+        """compressed.header of `sec` (a _holder)."""
+        return compressed.header(sec, self._raw_section(sec), self.is_64, self._e)
 
     def prefetch(self, names) -> None:
         """Start decompressing sections `names` (where section() would take them: this file,
@@ -527,8 +349,8 @@ class ElfImage:
                 continue
             packed = owner._compressed(sec)
             if packed is not None:
-                job = owner._inflations[name] = _Inflation(*packed)
-                _prefetch(job, len(packed[2]))
+                job = owner._inflations[name] = compressed.Inflation(*packed)
+                compressed.prefetch(job, len(packed[2]))
 
     def _holder(self, name: str) -> _Section | None:
         """The section holding `name` in this file (its .zdebug_ form included), if any."""
@@ -651,24 +473,10 @@ class ElfImage:
         sec = self._by_name.get(".gnu_debugdata")
         if sec is None or sec.type == SHT_NOBITS:
             return None
-        import lzma  # only MiniDebugInfo needs it
-
-        raw = bytes(self._raw_section(sec))
-        budget = _budget
-        # an xz-compressed small ELF (a few times its size): never more than the ratio allows
-        most = budget.take(len(raw), min(_MAX_SECTION, max(1 << 20, INFLATE_RATIO * len(raw))))
-        data = b""
-        try:
-            dec = lzma.LZMADecompressor()
-            data = dec.decompress(raw, most)
-        except lzma.LZMAError as e:
-            warn_once(self.path, f".gnu_debugdata: cannot decompress ({e})")
-            return None
-        finally:
-            budget.give_back(most - len(data))
-        if not dec.eof and len(data) >= most:
-            warn_once(self.path, ".gnu_debugdata exceeds the run's decompression budget: "
-                                 "ignored")
+        data, warning = compressed.unxz(bytes(self._raw_section(sec)))
+        if warning is not None:
+            warn_once(self.path, warning)
+        if data is None:
             return None
         return ElfImage.from_bytes(self.path + "[.gnu_debugdata]", data)
 
@@ -691,126 +499,3 @@ class ElfImage:
         return sorted_table([
             (table_rows(symtab, self.is_64, self._e == ">", self.e_machine == EM_ARM),
              bytes(strtab)) for symtab, strtab in self._symbol_tables()])
-
-    # ------------------------------------------------------ fallback names
-
-    def fallback_name(self, vaddr: int) -> str | None:
-        """Name for an address without ELF symbol: `name@plt` or `<.section+hex>` (§10.8)."""
-        sec = self._section_containing(vaddr)
-        if sec is None or sec.name == ".text":
-            return None
-        name = None
-        if self.e_machine == EM_X86_64 and sec.name in _X86_64_PLTS:
-            size = sec.entsize or self._x86_64_plt_entry_size(sec)
-            name = self._jump_slot_name(vaddr - (vaddr - sec.addr) % size, size)
-        if name is None and sec.entsize > 0 and sec.name == ".plt":  # (IBT: no jump to a slot)
-            slot = (vaddr - sec.addr) // sec.entsize
-            if slot > 0:
-                name = self._plt_name(slot)
-        if name is not None:
-            return name
-        return f"<{sec.name}+{vaddr:x}>"
-
-    def _x86_64_plt_entry_size(self, sec: _Section) -> int:
-        """Entry size of an x86-64 PLT whose header gives none (lld's `.plt` and `.iplt`, GNU
-        ld's `.plt` of a static executable): 16, the lazy entry of both linkers, unless the
-        section starts with two `jmp *slot(%rip)` 8 bytes apart, GNU ld's 8-byte entries
-        (`jmp *slot(%rip); xchg %ax,%ax`) of IFUNC slots in a static executable."""
-        code = self.read(sec.addr, 10)
-        if code is not None and code[:2] == code[8:10] == b"\xff\x25":
-            return 8
-        return 16
-
-    def _jump_slot_name(self, entry: int, size: int) -> str | None:
-        """`name@plt` for an x86-64 PLT entry (`.plt`, `.iplt`; `.plt.sec` with IBT:
-        `endbr64; bnd jmp *slot(%rip)`; `.plt.got`) by the GOT slot its jump reads, as
-        objdump labels it and perf ≥ 6.3 names it; none for a lazy PLT's header, whose jump
-        reads the resolver's reserved slot. Upstream names `.plt` entries by their index
-        (SEMANTICS §10.8), not the others; perf 6.1 names those after the sizeless `_init`
-        before them."""
-        code = self.read(entry, size)
-        at = -1 if code is None else code.find(b"\xff\x25")  # jmp *disp32(%rip)
-        if at < 0 or at + 6 > len(code):
-            return None
-        slot_addr = entry + at + 6 + struct.unpack_from("<i", code, at + 2)[0]
-        return self._plt_name_at(slot_addr)
-
-    def _plt_name(self, slot: int) -> str | None:
-        if self._plt is None:
-            self._plt = self._build_plt()
-        if not self._plt[0]:  # no DT_PLTGOT
-            return None
-        return self._plt_name_at(self._plt[0] + (slot + 2) * (8 if self.is_64 else 4))
-
-    def _plt_name_at(self, slot_addr: int) -> str | None:
-        """`name@plt` of the dynamic symbol whose relocation fills GOT slot `slot_addr`, or of
-        the symbol at the IFUNC resolver an IRELATIVE one fills it from."""
-        if self._plt is None:
-            self._plt = self._build_plt()
-        _got_addr, names, strs = self._plt
-        name = names.get(slot_addr)
-        if type(name) is tuple:  # demangled on first use: a file has thousands, few are hit
-            start, end = name
-            name = names[slot_addr] = (
-                demangle(strs[start:end].decode("utf-8", "surrogateescape")) + "@plt")
-        elif type(name) is int:  # an IFUNC's slot: its resolver's symbol names it, without
-            # the version a .symtab name can carry (glibc's `memcpy@@GLIBC_2.14`), as the
-            # .dynsym names of the other slots are
-            hit = self.symbol_at(name)
-            name = names[slot_addr] = (hit[0].partition("@")[0] + "@plt"
-                                       if hit and hit[1] == name else None)
-        return name
-
-    def _build_plt(self) -> tuple[int, dict[int, str | tuple[int, int] | int], bytes]:
-        """(address of the GOT section holding DT_PLTGOT or 0, GOT slot address -> `name@plt`,
-        the (start, end) of its mangled name in the dynamic string table, or (x86-64) the
-        IFUNC resolver address an IRELATIVE relocation fills it from; that string table).
-        IRELATIVE slots are what a static executable's PLT jumps through (its relocations
-        are linked to no symbol table) and libc's own calls of its IFUNCs (`memcpy`)."""
-        out: dict[int, str | tuple[int, int] | int] = {}
-        fmt = self._e + ("qQ" if self.is_64 else "iI")
-        step = struct.calcsize(fmt)
-        dyn = self._by_name.get(".dynamic")
-        raw = b"" if dyn is None or dyn.type == SHT_NOBITS else self._raw_section(dyn)
-        pltgot = None
-        for off in range(0, len(raw) - step + 1, step):
-            tag, val = struct.unpack_from(fmt, raw, off)
-            if tag == DT_NULL:
-                break
-            if tag == DT_PLTGOT:
-                pltgot = val
-        got = None if pltgot is None else self._section_containing(pltgot)
-        syms, strs = self._table(SHT_DYNSYM) or (b"", b"")
-        sym_size = struct.calcsize(self._e + ("IBBHQQ" if self.is_64 else "IIIBBH"))
-        name_at = struct.Struct(self._e + "I").unpack_from  # st_name leads both layouts
-        strs_b = bytes(strs)
-        type_mask = 0xFFFFFFFF if self.is_64 else 0xFF
-        for s in self._sections:
-            if s.type not in (SHT_REL, SHT_RELA):
-                continue
-            linked = (syms and 0 < s.link < len(self._sections)
-                      and self._sections[s.link].type == SHT_DYNSYM)
-            ifuncs = s.type == SHT_RELA and self.e_machine == EM_X86_64
-            if not (linked or ifuncs):
-                continue
-            if self.is_64:
-                rfmt = self._e + ("QQq" if s.type == SHT_RELA else "QQ")
-            else:
-                rfmt = self._e + ("IIi" if s.type == SHT_RELA else "II")
-            rsize = struct.calcsize(rfmt)
-            rraw = self._raw_section(s)
-            for rel in struct.iter_unpack(rfmt, rraw[:len(rraw) - len(rraw) % rsize]):
-                r_offset, r_info = rel[0], rel[1]
-                if r_offset in out:
-                    continue
-                if ifuncs and r_info & type_mask == R_X86_64_IRELATIVE:
-                    out[r_offset] = rel[2]
-                    continue
-                symi = r_info >> 32 if self.is_64 else r_info >> 8
-                if not linked or symi == 0 or (symi + 1) * sym_size > len(syms):
-                    continue
-                name_off = name_at(syms, symi * sym_size)[0]
-                end = strs_b.find(b"\0", name_off)
-                if end > name_off:
-                    out[r_offset] = (name_off, end)
-        return (0 if got is None else got.addr, out, strs_b)

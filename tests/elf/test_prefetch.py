@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from perfparser_py.cpus import HELPER_NICENESS
+from perfparser_py.elf import compressed
 from perfparser_py.elf import image as image_mod
 from perfparser_py.elf.dwarf import SECTIONS
 from perfparser_py.elf.finder import ElfFinder
@@ -59,7 +60,7 @@ def test_the_prefetch_thread_runs_below_the_main_thread(built) -> None:
 
 def test_a_job_the_thread_has_not_started_runs_in_the_caller(built, monkeypatch) -> None:
     queued = []
-    monkeypatch.setattr(image_mod, "_prefetch", lambda job, size: queued.append(job))
+    monkeypatch.setattr(compressed, "prefetch", lambda job, size: queued.append(job))
     img = ElfImage.open(str(built["zlib"]))
     img.prefetch(NAMES)
     assert queued
@@ -132,7 +133,7 @@ def test_a_job_claimed_before_a_fork_runs_in_the_child(built) -> None:
 
     img = ElfImage.open(str(built["zlib"]))
     packed = img._compressed(img._holder(".debug_info"))
-    job = image_mod._Inflation(*packed)
+    job = compressed.Inflation(*packed)
     job._claim.acquire()  # as the thread does when it starts the job
     job._owner = os.getppid()  # ... in another process
     addr, data, warning = job.result()

@@ -1,0 +1,147 @@
+"""Names for addresses no ELF symbol covers (SEMANTICS §10.8): `name@plt` for a PLT entry, by
+the GOT slot its jump reads or by its index, else `<.section+hex>`."""
+
+from __future__ import annotations
+
+import struct
+
+from ..demangle import demangle
+from .constants import (
+    DT_NULL,
+    DT_PLTGOT,
+    EM_X86_64,
+    R_X86_64_IRELATIVE,
+    SHT_DYNSYM,
+    SHT_NOBITS,
+    SHT_REL,
+    SHT_RELA,
+)
+
+# the x86-64 sections of PLT entries, each a jump through a GOT slot
+_X86_64_PLTS = frozenset({".plt", ".iplt", ".plt.sec", ".plt.got"})
+
+
+class FallbackNames:
+    """ElfImage's `fallback_name`: mixed into it, it reads the image's sections, dynamic symbol
+    table, relocations and code, and keeps the PLT map in `_plt` (built on first use)."""
+
+    def fallback_name(self, vaddr: int) -> str | None:
+        """Name for an address without ELF symbol: `name@plt` or `<.section+hex>` (§10.8)."""
+        sec = self._section_containing(vaddr)
+        if sec is None or sec.name == ".text":
+            return None
+        name = None
+        if self.e_machine == EM_X86_64 and sec.name in _X86_64_PLTS:
+            size = sec.entsize or self._x86_64_plt_entry_size(sec)
+            name = self._jump_slot_name(vaddr - (vaddr - sec.addr) % size, size)
+        if name is None and sec.entsize > 0 and sec.name == ".plt":  # (IBT: no jump to a slot)
+            slot = (vaddr - sec.addr) // sec.entsize
+            if slot > 0:
+                name = self._plt_name(slot)
+        if name is not None:
+            return name
+        return f"<{sec.name}+{vaddr:x}>"
+
+    def _x86_64_plt_entry_size(self, sec) -> int:
+        """Entry size of an x86-64 PLT whose header gives none (lld's `.plt` and `.iplt`, GNU
+        ld's `.plt` of a static executable): 16, the lazy entry of both linkers, unless the
+        section starts with two `jmp *slot(%rip)` 8 bytes apart, GNU ld's 8-byte entries
+        (`jmp *slot(%rip); xchg %ax,%ax`) of IFUNC slots in a static executable."""
+        code = self.read(sec.addr, 10)
+        if code is not None and code[:2] == code[8:10] == b"\xff\x25":
+            return 8
+        return 16
+
+    def _jump_slot_name(self, entry: int, size: int) -> str | None:
+        """`name@plt` for an x86-64 PLT entry (`.plt`, `.iplt`; `.plt.sec` with IBT:
+        `endbr64; bnd jmp *slot(%rip)`; `.plt.got`) by the GOT slot its jump reads, as
+        objdump labels it and perf ≥ 6.3 names it; none for a lazy PLT's header, whose jump
+        reads the resolver's reserved slot. Upstream names `.plt` entries by their index
+        (SEMANTICS §10.8), not the others; perf 6.1 names those after the sizeless `_init`
+        before them."""
+        code = self.read(entry, size)
+        at = -1 if code is None else code.find(b"\xff\x25")  # jmp *disp32(%rip)
+        if at < 0 or at + 6 > len(code):
+            return None
+        slot_addr = entry + at + 6 + struct.unpack_from("<i", code, at + 2)[0]
+        return self._plt_name_at(slot_addr)
+
+    def _plt_name(self, slot: int) -> str | None:
+        if self._plt is None:
+            self._plt = self._build_plt()
+        if not self._plt[0]:  # no DT_PLTGOT
+            return None
+        return self._plt_name_at(self._plt[0] + (slot + 2) * (8 if self.is_64 else 4))
+
+    def _plt_name_at(self, slot_addr: int) -> str | None:
+        """`name@plt` of the dynamic symbol whose relocation fills GOT slot `slot_addr`, or of
+        the symbol at the IFUNC resolver an IRELATIVE one fills it from."""
+        if self._plt is None:
+            self._plt = self._build_plt()
+        _got_addr, names, strs = self._plt
+        name = names.get(slot_addr)
+        if type(name) is tuple:  # demangled on first use: a file has thousands, few are hit
+            start, end = name
+            name = names[slot_addr] = (
+                demangle(strs[start:end].decode("utf-8", "surrogateescape")) + "@plt")
+        elif type(name) is int:  # an IFUNC's slot: its resolver's symbol names it, without
+            # the version a .symtab name can carry (glibc's `memcpy@@GLIBC_2.14`), as the
+            # .dynsym names of the other slots are
+            hit = self.symbol_at(name)
+            name = names[slot_addr] = (hit[0].partition("@")[0] + "@plt"
+                                       if hit and hit[1] == name else None)
+        return name
+
+    def _build_plt(self) -> tuple[int, dict[int, str | tuple[int, int] | int], bytes]:
+        """(address of the GOT section holding DT_PLTGOT or 0, GOT slot address -> `name@plt`,
+        the (start, end) of its mangled name in the dynamic string table, or (x86-64) the
+        IFUNC resolver address an IRELATIVE relocation fills it from; that string table).
+        IRELATIVE slots are what a static executable's PLT jumps through (its relocations
+        are linked to no symbol table) and libc's own calls of its IFUNCs (`memcpy`)."""
+        out: dict[int, str | tuple[int, int] | int] = {}
+        fmt = self._e + ("qQ" if self.is_64 else "iI")
+        step = struct.calcsize(fmt)
+        dyn = self._by_name.get(".dynamic")
+        raw = b"" if dyn is None or dyn.type == SHT_NOBITS else self._raw_section(dyn)
+        pltgot = None
+        for off in range(0, len(raw) - step + 1, step):
+            tag, val = struct.unpack_from(fmt, raw, off)
+            if tag == DT_NULL:
+                break
+            if tag == DT_PLTGOT:
+                pltgot = val
+        got = None if pltgot is None else self._section_containing(pltgot)
+        syms, strs = self._table(SHT_DYNSYM) or (b"", b"")
+        sym_size = struct.calcsize(self._e + ("IBBHQQ" if self.is_64 else "IIIBBH"))
+        name_at = struct.Struct(self._e + "I").unpack_from  # st_name leads both layouts
+        strs_b = bytes(strs)
+        type_mask = 0xFFFFFFFF if self.is_64 else 0xFF
+        for s in self._sections:
+            if s.type not in (SHT_REL, SHT_RELA):
+                continue
+            linked = (syms and 0 < s.link < len(self._sections)
+                      and self._sections[s.link].type == SHT_DYNSYM)
+            ifuncs = s.type == SHT_RELA and self.e_machine == EM_X86_64
+            if not (linked or ifuncs):
+                continue
+            if self.is_64:
+                rfmt = self._e + ("QQq" if s.type == SHT_RELA else "QQ")
+            else:
+                rfmt = self._e + ("IIi" if s.type == SHT_RELA else "II")
+            rsize = struct.calcsize(rfmt)
+            rraw = self._raw_section(s)
+            for rel in struct.iter_unpack(rfmt, rraw[:len(rraw) - len(rraw) % rsize]):
+                r_offset, r_info = rel[0], rel[1]
+                if r_offset in out:
+                    continue
+                if ifuncs and r_info & type_mask == R_X86_64_IRELATIVE:
+                    out[r_offset] = rel[2]
+                    continue
+                symi = r_info >> 32 if self.is_64 else r_info >> 8
+                if not linked or symi == 0 or (symi + 1) * sym_size > len(syms):
+                    continue
+                name_off = name_at(syms, symi * sym_size)[0]
+                end = strs_b.find(b"\0", name_off)
+                if end > name_off:
+                    out[r_offset] = (name_off, end)
+        return (0 if got is None else got.addr, out, strs_b)
