@@ -274,7 +274,8 @@ def _symbols(v) -> bool:
 
 
 # What each key of a record holds, as the modules that use it write it (elf/image.py,
-# elf/dwarf/info.py, kernel/kallsyms.py): a record with anything else is a miss, never an error later.
+# elf/dwarf/info.py, kernel/kallsyms.py): a record with anything else is a miss, never an
+# error later.
 _SHAPES = {
     "symbols": _symbols,
     "dwarf": lambda v: type(v) is bool,
@@ -285,8 +286,8 @@ _SHAPES = {
 }
 
 
-# a kallsyms record's "address of <symbol>" keys (kernel.kallsyms.RecordedKallsyms.address_of): the
-# address or None
+# a kallsyms record's "address of <symbol>" keys (kernel.kallsyms.RecordedKallsyms.address_of):
+# the address or None
 ADDRESS_OF = "address of "
 
 

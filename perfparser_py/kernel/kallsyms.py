@@ -114,8 +114,9 @@ class Kallsyms:
 
     @staticmethod
     def load(path: str, worker=None) -> Kallsyms | RecordedKallsyms:
-        """Parse `path` (or take `worker`'s table of it, a worker.KallsymsWorker); raises KallsymsError with upstream's
-        message on failure."""
+        """Parse `path` (or take `worker`'s table of it: a worker.KallsymsWorker, not imported
+        here, as it imports this module); raises KallsymsError with upstream's message on
+        failure."""
         done = worker.table(path) if worker is not None else None
         if done is None:
             data, identity = read(path)
