@@ -34,6 +34,10 @@ KERNEL_PID = -1
 MAX_EXITED = 64
 # Process.generation's values, unique across all processes of the run
 _generations = itertools.count(1)
+# AddressSpace.overlap
+NOTHING, DATA, IMAGE = 0, 1, 2
+# Process.fresh: ranges kept before a change counts as one of mapped addresses
+MAX_FRESH = 4096
 
 
 def is_special(path: bytes) -> bool:
@@ -163,15 +167,29 @@ class AddressSpace:
             i -= 1
         return start
 
-    def has_image(self, start: int, end: int) -> bool:
-        """Whether a mapping with an ELF image overlaps [start, end)."""
+    def overlap(self, start: int, end: int) -> int:
+        """What overlaps [start, end): NOTHING, DATA (only mappings without an ELF image)
+        or IMAGE."""
         maps = self._maps
         i = max(bisect.bisect_right(self._starts, start) - 1, 0)
+        found = NOTHING
         while i < len(maps) and maps[i].start < end:
-            if maps[i].end > start and maps[i].image is not None:
-                return True
+            if maps[i].end > start:
+                if maps[i].image is not None:
+                    return IMAGE
+                found = DATA
             i += 1
-        return False
+        return found
+
+    def holds(self, mapping: Mapping) -> bool:
+        """Whether `mapping` is one already in place, field by field (a process's [heap] is
+        recorded again on every brk, unchanged)."""
+        m = self.find(mapping.start)
+        return (m is not None and type(m) is Mapping and type(mapping) is Mapping
+                and m.start == mapping.start and m.end == mapping.end
+                and m.pgoff == mapping.pgoff and m.path == mapping.path
+                and m.local == mapping.local and m.image is mapping.image
+                and m.bias == mapping.bias and m.base == mapping.base)
 
     def insert(self, new: Mapping) -> None:
         """Insert `new`, cutting what it overlaps."""
@@ -204,19 +222,23 @@ class Process:
     """A process: its pid, address space and first image, plus one slot per later stage
     (`unwind`, `symbols`) that the stage makes, fills and checks against the generations.
 
-    `generation` changes with every change of the address space, `image_generation` with
-    every change that adds or removes a mapping with an ELF image (only those change what
-    the unwinder's module lookups answer). Both are unique across processes, so a stage's
-    record of one names this process's space as it was."""
+    `generation` changes with every change of the address space; `mapped_generation` with
+    every change of what an address mapped before maps to (an exec's end included), while a
+    mapping placed where nothing was is only added to `fresh`; `image_generation` with every
+    change where a mapping with an ELF image is or was (only those change what the unwinder's
+    module lookups answer). They are unique across processes, so a stage's record of one
+    names this process's space as it was."""
 
-    __slots__ = ("before_exec", "first_image", "generation", "image_generation", "pid", "space",
-                 "symbols", "unwind")
+    __slots__ = ("before_exec", "first_image", "fresh", "generation", "image_generation",
+                 "mapped_generation", "pid", "space", "symbols", "unwind")
 
     def __init__(self, pid: int, space: AddressSpace | None = None) -> None:
         self.pid = pid
         self.space = space if space is not None else AddressSpace()
         self.first_image = None  # first ELF mapped: picks the unwinder's machine
-        self.generation = self.image_generation = next(_generations)
+        self.generation = self.image_generation = self.mapped_generation = next(_generations)
+        # [start, end) of the mappings placed over nothing since mapped_generation moved
+        self.fresh: list[tuple[int, int]] = []
         # the address space before the exec that made this process, while the kernel may
         # still be in execve: samples there have the old program's user registers
         self.before_exec: AddressSpace | None = None
@@ -226,13 +248,22 @@ class Process:
     def exec_done(self) -> None:
         """The new program runs in user mode: the old address space names nothing more."""
         self.before_exec = None
-        self.generation = next(_generations)
+        self._remapped()
 
-    def changed(self, image: bool) -> None:
-        """The address space changed; `image`: in a place an ELF image maps, or will."""
+    def changed(self, start: int, end: int, overlap: int, image: bool) -> None:
+        """[start, end), where `overlap` (AddressSpace.overlap) was mapped, maps anew;
+        `image`: to a mapping with an ELF image."""
         self.generation = next(_generations)
-        if image:
+        if image or overlap == IMAGE:
             self.image_generation = self.generation
+        if overlap != NOTHING or len(self.fresh) >= MAX_FRESH:
+            self._remapped()
+        else:
+            self.fresh.append((start, end))
+
+    def _remapped(self) -> None:
+        self.generation = self.mapped_generation = next(_generations)
+        self.fresh.clear()
 
 
 class Session:
@@ -332,18 +363,23 @@ class Session:
 
     def add_mapping(self, pid: int, mapping: Mapping) -> None:
         proc = self.process(pid)
+        space = proc.space
+        if space.holds(mapping):
+            return
         if mapping.image is not None and proc.first_image is None:
             proc.first_image = mapping.image
-        # Only a change where an ELF image maps counts for the unwinder: a data mapping over
-        # data or nothing changes no module lookup's answer (cc1plus maps ~150 of them).
-        proc.changed(mapping.image is not None or proc.space.has_image(mapping.start, mapping.end))
-        proc.space.insert(mapping)
+        start, end = mapping.start, mapping.end
+        proc.changed(start, end, space.overlap(start, end), mapping.image is not None)
+        space.insert(mapping)
         self._changed(pid, proc)
 
     def remove_kernel_range(self, start: int, end: int) -> None:
         """Kernel code at [start, end) is gone (a BPF program unloaded)."""
         kernel = self.kernel
-        kernel.changed(kernel.space.has_image(start, end))
+        overlap = kernel.space.overlap(start, end)
+        if overlap == NOTHING:
+            return
+        kernel.changed(start, end, overlap, False)
         kernel.space.remove(start, end)
         self._changed(KERNEL_PID, kernel)
 

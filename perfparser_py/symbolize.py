@@ -20,38 +20,67 @@ from .unwind.framepointer import callchain_frames
 # perf record -a: 55 k stacks of 331 k frames, ~27 MB), so beyond this every memo starts
 # afresh (DESIGN decision 3: memory grows with unique addresses, not samples).
 MEMO_FRAMES = 1 << 18
+# Unmapped addresses a process's slot checks new mappings against (ProcessSymbols), beyond
+# which any change empties it
+MAX_UNMAPPED = 256
 
 
 class ProcessSymbols:
     """The symbolizer's slot in a session.Process (Process.symbols): its perf map and its
-    memos, which hold one generation of the process's space (the call chains, which name
-    kernel frames too, one generation of the kernel's as well). Emptied in place when a
-    generation changes: the memo budget (Symbolizer._memo_room) holds these dicts."""
+    memos, valid while no address they looked up maps anew. Each address answers by the
+    mapping over it, so they hold across a mapping placed where none of the addresses they
+    looked up outside every mapping lies (Process.fresh); any other change empties them, in
+    place (the memo budget, Symbolizer._memo_room, holds these dicts)."""
 
-    __slots__ = ("cache", "chains", "generation", "kernel_generation", "perf_map", "unwound")
+    __slots__ = ("cache", "chains", "epoch", "fresh_seen", "generation", "kernel_epoch",
+                 "mapped_generation", "perf_map", "unmapped", "unwound")
 
-    def __init__(self, generation: int) -> None:
-        self.generation = generation
-        self.kernel_generation = 0
+    def __init__(self, proc: Process) -> None:
+        self.generation = proc.generation
+        self.mapped_generation = proc.mapped_generation
+        self.fresh_seen = len(proc.fresh)
+        self.epoch = 0  # moved on when the memos are emptied
         # ip -> location id (Symbolizer.frame)
         self.cache: dict[int, int] = {}
-        # (callchain, ip, ip is user, branch stack) -> location ids (Symbolizer.callchain)
+        # the ips of `cache` outside every mapping of the space
+        self.unmapped: list[int] = []
+        # (callchain, ip, ip is user, branch stack) -> location ids (Symbolizer.callchain);
+        # their kernel frames hold for one epoch of the kernel's slot
         self.chains: dict[tuple, list[int]] = {}
+        self.kernel_epoch = 0
         # unwound addresses -> location ids (Symbolizer.unwound)
         self.unwound: dict[tuple[int, ...], list[int]] = {}
         self.perf_map = None  # PerfMap, or False without one: opened by Symbolizer.prepare
 
+    def still_valid(self, proc: Process) -> bool:
+        """Whether the changes of proc's space since this slot looked only mapped ranges
+        where none of its unmapped addresses lies."""
+        if self.mapped_generation != proc.mapped_generation or len(self.unmapped) > MAX_UNMAPPED:
+            return False
+        unmapped = self.unmapped
+        for start, end in proc.fresh[self.fresh_seen:]:
+            for ip in unmapped:
+                if start <= ip < end:
+                    return False
+        return True
+
 
 def process_symbols(proc: Process) -> ProcessSymbols:
-    """proc's symbolizer slot, made on first use and emptied when its space changed."""
+    """proc's symbolizer slot, made on first use and emptied when its space changed where
+    it had looked."""
     state = proc.symbols
     if state is None:
-        state = proc.symbols = ProcessSymbols(proc.generation)
+        state = proc.symbols = ProcessSymbols(proc)
     elif state.generation != proc.generation:
+        if not state.still_valid(proc):
+            state.mapped_generation = proc.mapped_generation
+            state.epoch += 1
+            state.cache.clear()
+            state.unmapped.clear()
+            state.chains.clear()
+            state.unwound.clear()
         state.generation = proc.generation
-        state.cache.clear()
-        state.chains.clear()
-        state.unwound.clear()
+        state.fresh_seen = len(proc.fresh)
     return state
 
 
@@ -85,8 +114,10 @@ class Symbolizer:
         if lid is not None:
             return lid
         mapping = proc.space.find(ip)
-        if mapping is None and proc.before_exec is not None:
-            mapping = proc.before_exec.find(ip)
+        if mapping is None:
+            state.unmapped.append(ip)
+            if proc.before_exec is not None:
+                mapping = proc.before_exec.find(ip)
         if mapping is not None:
             key = (mapping.path, mapping.base_vaddr, ip - mapping.base)
             lid = self._shared.get(key)
@@ -105,9 +136,10 @@ class Symbolizer:
         resolving again would not, because every frame was resolved on the first miss."""
         state = process_symbols(proc)
         chains = state.chains
-        if state.kernel_generation != kernel.generation:
+        epoch = process_symbols(kernel).epoch
+        if state.kernel_epoch != epoch:
             chains.clear()
-            state.kernel_generation = kernel.generation
+            state.kernel_epoch = epoch
         key = (callchain, ip, ip_is_user, branch_stack)
         ids = chains.get(key)
         if ids is None:

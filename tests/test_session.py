@@ -59,19 +59,31 @@ def test_generations_are_unique_across_processes_and_an_exec_starts_a_new_one():
     assert proc.generation not in seen
 
 
-def test_the_symbolizers_memos_hold_one_generation_of_the_space():
+def test_the_symbolizers_memos_hold_until_an_address_they_looked_up_maps_anew():
     from perfparser_py.symbolize import process_symbols
 
     session = Session()
     session.add_mapping(1, _map(0x1000, 0x2000))
     proc = session.process(1)
     state = process_symbols(proc)
-    state.cache[0x1500] = 7
+    state.cache.update({0x1500: 7, 0x9000: 8})
+    state.unmapped.append(0x9000)  # looked up outside every mapping
     state.perf_map = False
-    assert process_symbols(proc).cache == {0x1500: 7}
+    # mapped where nothing was and nothing was looked up: every answer holds
     session.add_mapping(1, _map(0x3000, 0x4000))
+    assert process_symbols(proc).cache == {0x1500: 7, 0x9000: 8}
+    # the same mapping recorded again (a [heap] on every brk) changes nothing at all
+    generation = proc.generation
+    session.add_mapping(1, _map(0x3000, 0x4000))
+    assert proc.generation == generation
+    # mapped where an unmapped address was looked up: that answer changes
+    session.add_mapping(1, _map(0x8000, 0xA000))
     state = process_symbols(proc)
     assert state.cache == {} and state.perf_map is False  # the perf map is no memo
+    state.cache[0x1500] = 7
+    # mapped over a mapping: what its addresses map to changes
+    session.add_mapping(1, _map(0x1800, 0x1900))
+    assert process_symbols(proc).cache == {}
 
 
 def _lib(start: int, end: int, path: bytes, pgoff: int = 0) -> Mapping:
