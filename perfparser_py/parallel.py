@@ -1,13 +1,14 @@
 """Split runs: the pipeline's two halves on two cores.
 
 A forked child reads the input, orders it (EventQueue) and unwinds DWARF stacks against its
-own copy of the address spaces (pipeline.Spaces); this process symbolizes and writes. The
-child forwards, in order, everything the serial path would do with the events in this
-process: the parse-time events and each event the queue hands out. A DWARF sample travels
-with its unwinding result instead of its registers and stack, and a repeated frame-pointer
-call chain as the number the child gave it (Sink.numbered_sample). Items are plain tuples
-sent as marshalled batches through a pipe and replayed here through the same Run and Sink
-code, so the output is byte-identical to a serial run (tests/test_parallel.py compares them).
+own copy of the address spaces (pipeline.Spaces); this process symbolizes and writes. Both
+dispatch events by the one table, dispatch.ROUTES: the child runs the reading side's
+handlers and, in order, sends each call of a writing side's handler as (its index in WIRE,
+args); this process calls the same handler, so the output is byte-identical to a serial
+run's (tests/test_parallel.py compares them). A DWARF sample travels with its unwinding
+result instead of its registers and stack, and a repeated frame-pointer call chain as the
+number the child gave it (Sink.numbered_sample). The calls go as marshalled batches through
+a pipe.
 
 Used for regular-file input of at least _MIN_BYTES when two CPUs are available;
 `PERFPARSER_PY_SPLIT=0` turns it off, `=1` forces it (tests). Not for `--print-stats`
@@ -23,24 +24,14 @@ import os
 import struct
 import sys
 
-from . import cpus
+from . import cpus, dispatch
+from .dispatch import ROUTES
 from .jitdump import JitDumps
 from .ordering import EventQueue
 from .perfdata import events as ev
-from .perfdata.attr import SAMPLE_REGS_USER, SAMPLE_STACK_USER
 from .perfdata.errors import PerfDataError
 from .perfdata.fast import FusedSample
-from .pipeline import (
-    CHAIN_FRAMES,
-    CHAIN_IDS,
-    CPUMODE_MASK,
-    TASK_EVENTS,
-    Spaces,
-    enqueue,
-    features_arch,
-    order_hooks,
-    recorded_frame_count,
-)
+from .pipeline import CHAIN_FRAMES, CHAIN_IDS, CPUMODE_MASK, Reading, Spaces, recorded_frame_count
 from .source import FileSource
 
 _MIN_BYTES = 2 << 20  # below this, start-up and symbolizing dominate: nothing to win
@@ -51,12 +42,17 @@ _PIPE_BYTES = 16 << 20  # wanted pipe capacity (capped by the system's pipe-max-
 # start-up burst they only wait on a slower parent (a perf record -a: 7 MB of 16 allowed)
 _BACKLOG_BYTES = 4 << 20
 
-# item tags: (tag, ...) tuples
-(FUSED, NUMBERED, CHAIN, FULL, MAPPING, KSYMBOL, JIT_CODE, TASK_ITEM, COMM, PROGRESS, PARSE,
- ATTR, VIOLATION, ERROR, CRASH, END) = range(16)
-_MAPPING_TAGS = {ev.MmapEvent: MAPPING, ev.KsymbolEvent: KSYMBOL, ev.JitCodeEvent: JIT_CODE}
-_TASK_TYPES = (ev.CommEvent, *TASK_EVENTS)  # a TASK_ITEM names its event type by index
-_TASK_CODE = {t: i for i, t in enumerate(_TASK_TYPES)}
+# What the child sends: (index in WIRE, args), for this process's handler of that index
+# (_handlers). From ROUTES: ("now", kind) takes the event pickled (attrs and features hold
+# objects marshal cannot carry), ("out", kind) the fields of an event the queue handed out.
+# The split's own: samples in short (_Ahead), the queue's warnings and how reading ended.
+WIRE = (*(("now", k) for k, route in ROUTES.items() if route.now is not None),
+        *(("out", k) for k, route in ROUTES.items()
+          if route.ahead is None and (route.spaces or route.write) is not None),
+        "fused", "chain", "numbered", "attr", "full", "violation", "error", "crash", "end")
+_AT = {key: index for index, key in enumerate(WIRE)}
+_SAMPLE_FIELDS = ev.SampleEvent._fields  # what "full" carries, attr and stack taken out:
+_ATTR, _RAW, _REGS, _STACK = (_SAMPLE_FIELDS.index(f) for f in ("attr", "raw", "regs", "stack"))
 _new = tuple.__new__
 
 
@@ -117,80 +113,104 @@ def _widen(fd: int) -> None:
         pass  # a smaller pipe only costs overlap
 
 
-class _Forwarder:
-    """The child's queue sink: keeps the address spaces (when samples can carry stacks) and
-    forwards every hand-out as a plain tuple."""
+class _Ahead:
+    """The child's handlers of samples the queue hands out (ROUTES' `ahead`): a DWARF sample is
+    unwound here and travels without its stack, a repeated call chain as its number."""
 
-    def __init__(self, items: list, spaces: Spaces) -> None:
-        self.put = items.append
-        self.spaces = spaces
-        self.mirror = True  # False once the attributes show no sample carries a stack
+    def __init__(self, put, reading: Reading) -> None:
+        self.put = put
+        self.reading = reading
         self._attrs: dict[int, int] = {}
         self._attr_objects: list = []  # kept alive: their id()s stay unique
         self._chain_ids: dict[tuple, int] = {}  # Sink.define_chain / numbered_sample
         self._next_chain_id = 0
         self._chain_frames = 0  # in _chain_ids (CHAIN_FRAMES)
 
-    def mmap(self, e) -> None:
-        if self.mirror:
-            self.spaces.mmap(e)
-        self.put((_MAPPING_TAGS[type(e)],) + e)
-
-    def task(self, item) -> None:
-        if self.mirror:
-            self.spaces.task(item)
-        e = item[0]
-        self.put((TASK_ITEM, _TASK_CODE[type(e)]) + e)
-
-    def sample(self, e) -> None:
-        if type(e) is FusedSample:
-            pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
-            if not callchain:
-                self.put((FUSED,) + e)
-                return
-            # number the distinct (pid, chain, ip, cpu mode): a repeat travels as its number
-            key = (pid, callchain, ip, misc & CPUMODE_MASK)
-            cid = self._chain_ids.get(key)
-            if cid is None:
-                cid = self._next_chain_id
-                self._chain_frames += len(callchain)
-                if self._chain_frames > CHAIN_FRAMES:
-                    cid += -cid % CHAIN_IDS  # where the other process starts afresh too
-                if cid % CHAIN_IDS == 0:
-                    self._chain_ids.clear()
-                    self._chain_frames = len(callchain)
-                self._next_chain_id = cid + 1
-                self._chain_ids[key] = cid
-                self.put((CHAIN, cid, callchain))
-            self.put((NUMBERED, pid, tid, time, cpu, ip, sid, period, cid, misc))
+    def chain(self, e) -> None:
+        pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
+        if not callchain:
+            self.put((_FUSED, tuple(e)))
             return
+        # number the distinct (pid, chain, ip, cpu mode): a repeat travels as its number
+        key = (pid, callchain, ip, misc & CPUMODE_MASK)
+        cid = self._chain_ids.get(key)
+        if cid is None:
+            cid = self._next_chain_id
+            self._chain_frames += len(callchain)
+            if self._chain_frames > CHAIN_FRAMES:
+                cid += -cid % CHAIN_IDS  # where the other process starts afresh too
+            if cid % CHAIN_IDS == 0:
+                self._chain_ids.clear()
+                self._chain_frames = len(callchain)
+            self._next_chain_id = cid + 1
+            self._chain_ids[key] = cid
+            self.put((_CHAIN, (cid, callchain)))
+        self.put((_NUMBERED, (pid, tid, time, cpu, ip, sid, period, cid, misc)))
+
+    def unwind(self, e) -> None:
         outcome = None
-        if self.mirror:
-            spaces = self.spaces
+        reading = self.reading
+        if reading.unwinds:
+            spaces = reading.spaces
             session = spaces.session
             outcome = spaces.unwind_outcome(e, session.process(e.pid),
                                             recorded_frame_count(e, session.kernel_range))
         attr = self._attrs.get(id(e.attr))
         if attr is None:
             attr = self._new_attr(e.attr)
-        # the raw data as bytes; no registers and stack (what unwinding needs is done)
-        if e.raw is None:
-            self.put((FULL, attr, outcome, *e[1:16], (), None, *e[18:]))
-        else:
-            self.put((FULL, attr, outcome, *e[1:12], bytes(e.raw), *e[13:16], (), None,
-                      *e[18:]))
-
-    def time_order_violation(self, time: int, max_time: int) -> None:
-        self.put((VIOLATION, time, max_time))
+        fields = list(e)
+        fields[_ATTR] = attr
+        if e.raw is not None:
+            fields[_RAW] = bytes(e.raw)
+        fields[_REGS] = ()  # what unwinding needs is done
+        fields[_STACK] = None
+        self.put((_FULL, (outcome, tuple(fields))))
 
     def _new_attr(self, attr) -> int:
-        """Number an attribute not forwarded yet, and forward it (sample() looks it up)."""
+        """Number an attribute not sent yet, and send it (unwind() looks it up)."""
         import pickle
 
         index = self._attrs[id(attr)] = len(self._attr_objects)
         self._attr_objects.append(attr)
-        self.put((ATTR, pickle.dumps(attr)))
+        self.put((_AT["attr"], (pickle.dumps(attr),)))
         return index
+
+
+_FUSED, _CHAIN, _NUMBERED, _FULL = (_AT[k] for k in ("fused", "chain", "numbered", "full"))
+
+
+def _sends(put, reading: Reading, ahead: _Ahead):
+    """The child's handlers of ROUTES (dispatch.handlers' makers): as read, the `now` part
+    sent; as handed out, the `spaces` part done here too while the child unwinds, and the
+    rest sent (samples: _Ahead)."""
+    import pickle
+
+    def now(kind: type, route):
+        if route.now is None:
+            return None
+        index = _AT["now", kind]
+        return lambda e: put((index, (pickle.dumps(e),)))
+
+    def spaces(kind: type, route):
+        if route.ahead is not None or route.spaces is None:
+            return None
+        keep = getattr(reading.spaces, route.spaces)
+
+        def mirror(e) -> None:
+            if reading.unwinds:
+                keep(e)
+
+        return mirror
+
+    def out(kind: type, route):
+        if route.ahead is not None:
+            return getattr(ahead, route.ahead)
+        if (route.spaces or route.write) is None:
+            return None
+        index = _AT["out", kind]
+        return lambda e: put((index, tuple(e)))
+
+    return now, spaces, out
 
 
 class _Sender:
@@ -268,7 +288,7 @@ def _child(r, source, wfd: int) -> None:
 
     try:
         _read(r, source, items, send)
-        items.append((END,))
+        items.append((_AT["end"], ()))
         send()
         sender.close()
     except BrokenPipeError:
@@ -277,7 +297,7 @@ def _child(r, source, wfd: int) -> None:
         code = 1
         try:
             # the items before it are whole events: the parent writes them, then reports
-            items.append((CRASH, f"{type(exc).__name__}: {exc}"))
+            items.append((_AT["crash"], (f"{type(exc).__name__}: {exc}",)))
             send()
             sender.close()
         except BaseException:  # noqa: BLE001, S110 - the parent reports the missing end
@@ -286,100 +306,97 @@ def _child(r, source, wfd: int) -> None:
 
 
 def _read(r, source, items: list, send) -> None:
-    import pickle  # here, not up front: a run that is not split never needs it
-
     from .perfdata.reader import PerfReader
 
     options = r.options
     r.finder.progress = None
     r.finder.prefetch = False  # no symbols here
     spaces = Spaces(options, r.finder)
-    arch_name = r.arch_name
-    spaces.set_arch(arch_name)
-    fwd = _Forwarder(items, spaces)
-    attrs_seen = []
-    queue = EventQueue(fwd, options.buffer_size, options.max_buffer_size)
-    jit = JitDumps(options.perf_map_path, options.input)
+    spaces.set_arch(r.arch_name)
     put = items.append
-
-    def comm_id(name: bytes) -> int:
-        put((COMM, name))  # the other process defines the string now
-        return -1
-
+    handed_out: dict = {}
+    violation = _AT["violation"]
+    queue = EventQueue(dispatch.HandOut(handed_out, lambda *args: put((violation, args))),
+                       options.buffer_size, options.max_buffer_size)
+    reading = Reading(queue, JitDumps(options.perf_map_path, options.input), spaces,
+                      r.arch_name)
+    now, keep, out = _sends(put, reading, _Ahead(put, reading))
+    handed_out.update(dispatch.handlers(keep, out))
+    on_read = dispatch.handlers(now, dispatch.column(reading, "read"))
     try:
         for e in PerfReader(source, fused=True).events():
-            if enqueue(queue, e, comm_id, jit):
-                pass
-            elif type(e) is ev.ProgressEvent:
-                put((PROGRESS, e.fraction))
-            else:  # what the other process handles when read: its effect on this side first
-                order_hooks(queue, e)
-                kind = type(e)
-                if kind is ev.FeaturesEvent:
-                    arch_name = features_arch(e.features, arch_name, spaces.finder)
-                elif kind is ev.DataStartEvent:
-                    # file mode: every attribute is known before the first record
-                    spaces.set_arch(arch_name)
-                    fwd.mirror = any(a.sample_type & (SAMPLE_REGS_USER | SAMPLE_STACK_USER)
-                                     for a in attrs_seen)
-                elif kind is ev.AttrEvent:
-                    attrs_seen.append(e.attr)
-                put((PARSE, pickle.dumps(e)))
+            handler = on_read.get(type(e))
+            if handler is not None:
+                handler(e)
             if len(items) >= _BATCH:
                 send()
     except PerfDataError as err:
-        put((ERROR, str(err), err.exit_code))
+        put((_AT["error"], (str(err), err.exit_code)))
     queue.finish()
 
 
 # -- this process: replay -----------------------------------------------------------------
 
+class _Replay:
+    """This process's handlers of WIRE, by index, and how the reading process ended."""
+
+    def __init__(self, r) -> None:
+        import pickle
+
+        self.code = 0
+        self.ended = False
+        sink = r.sink
+        attrs: list = []
+        handed_out = dispatch.on_hand_out(sink, sink)
+        fused, full_sample = handed_out[FusedSample], handed_out[ev.SampleEvent]
+
+        def now(handler):
+            return lambda blob: handler(pickle.loads(blob))
+
+        def out(kind: type, handler):
+            return lambda *fields: handler(_new(kind, fields))
+
+        def full(outcome, fields) -> None:
+            fields = list(fields)
+            fields[_ATTR] = attrs[fields[_ATTR]]
+            full_sample(_new(ev.SampleEvent, fields), outcome)
+
+        own = {
+            "fused": lambda *fields: fused(fields),
+            "chain": sink.define_chain,
+            "numbered": sink.numbered_sample,
+            "attr": lambda blob: attrs.append(pickle.loads(blob)),
+            "full": full,
+            "violation": sink.time_order_violation,
+            "error": self.error,
+            "crash": self.crash,
+            "end": self.end,
+        }
+        self.handlers = [
+            own[key] if isinstance(key, str)
+            else now(getattr(r, ROUTES[key[1]].now)) if key[0] == "now"
+            else out(key[1], handed_out[key[1]])
+            for key in WIRE]
+
+    def error(self, message: str, code: int) -> None:
+        print(f"perfparser: {message}", file=sys.stderr)
+        self.code = code
+
+    def crash(self, message: str) -> None:
+        raise RuntimeError(f"in the reading process: {message}")
+
+    def end(self) -> None:
+        self.ended = True
+
+
 def _replay(r, pipe) -> int:
-    import pickle
-    sink = r.sink
-    sample, full, mmap, task = sink.sample, sink.full_sample, sink.mmap, sink.task
-    numbered, define_chain = sink.numbered_sample, sink.define_chain
-    comm_string = r.comm_string
-    attrs: list = []
-    code = 0
-    while True:
+    replay = _Replay(r)
+    handlers = replay.handlers
+    while not replay.ended:
         head = pipe.read(4)
         blob = pipe.read(_LEN.unpack(head)[0]) if len(head) == 4 else b""
         if not blob:
             raise _Vanished
-        for item in marshal.loads(blob):
-            tag = item[0]
-            if tag == NUMBERED:
-                numbered(*item[1:])
-            elif tag == CHAIN:
-                define_chain(item[1], item[2])
-            elif tag == FUSED:
-                sample(item[1:])
-            elif tag == FULL:
-                full(_new(ev.SampleEvent, (attrs[item[1]],) + item[3:]), item[2])
-            elif tag == MAPPING:
-                mmap(_new(ev.MmapEvent, item[1:]))
-            elif tag == KSYMBOL:
-                mmap(_new(ev.KsymbolEvent, item[1:]))
-            elif tag == JIT_CODE:
-                mmap(_new(ev.JitCodeEvent, item[1:]))
-            elif tag == TASK_ITEM:
-                e = _new(_TASK_TYPES[item[1]], item[2:])
-                task((e, comm_string(e.comm)) if type(e) is ev.CommEvent else (e,))
-            elif tag == COMM:
-                comm_string(item[1])
-            elif tag == PROGRESS:
-                r.parse_event(ev.ProgressEvent(item[1]))
-            elif tag == PARSE:
-                r.parse_event(pickle.loads(item[1]))
-            elif tag == ATTR:
-                attrs.append(pickle.loads(item[1]))
-            elif tag == VIOLATION:
-                sink.time_order_violation(item[1], item[2])
-            elif tag == ERROR:
-                print(f"perfparser: {item[1]}", file=sys.stderr)
-                code = item[2]
-            elif tag == CRASH:
-                raise RuntimeError(f"in the reading process: {item[1]}")
-            elif tag == END:
-                return code
+        for index, args in marshal.loads(blob):
+            handlers[index](*args)
+    return replay.code

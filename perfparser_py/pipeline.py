@@ -1,10 +1,11 @@
 """One run: reader events -> ordering -> session -> unwind -> symbolize -> emit.
 
 `Run` wires the stages for the options of one command line (run.py decides whether it is fed
-serially, Run.read, or by a split run, parallel.py). The reader's events go either
-straight to the emitter (definitions that upstream sends at parse time: attributes,
-features, progress, COMM strings) or through the time-ordering queue, whose sink (`Sink`)
-applies mmaps and task events to the session and turns samples into frames and messages.
+serially, Run.read, or by a split run, parallel.py). Which handlers an event reaches is
+dispatch.ROUTES: `Run` holds the writing side's handlers of events as read (definitions
+that upstream sends at parse time: attributes, features, progress, COMM strings),
+`Reading` the reading side's (into the time-ordering queue), `Spaces` the address spaces'
+and `Sink` those that turn what the queue hands out into frames and messages.
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ from __future__ import annotations
 import os
 import sys
 
+from . import dispatch
 from .diagnostics import end_of_run, missing_sysroot, report
 from .elf.vdso import VDSO_NAME
 from .emit import AttributeTable, Emitter
 from .jitdump import JitDumps
 from .kernel.symbols import KernelSymbols
 from .ordering import MMAP, TASK, EventQueue
-from .perfdata import events as ev
-from .perfdata.attr import TYPE_TRACEPOINT, generated_name
-from .perfdata.fast import FusedSample
+from .perfdata.attr import SAMPLE_REGS_USER, SAMPLE_STACK_USER, TYPE_TRACEPOINT, generated_name
 from .session import KERNEL_PID, Session, is_special
 from .symbolize import Symbolizer
 from .unwind.framepointer import callchain_frames
@@ -87,8 +87,8 @@ class Spaces:
     def _missing(self, path: bytes) -> None:
         """An mmapped file that is not on this machine (the Sink reports it)."""
 
-    def task(self, item) -> None:
-        self.session.task(item[0])
+    def task(self, e) -> None:
+        self.session.task(e)
 
     def unwind_outcome(self, e, proc, recorded: int):
         """What DWARF unwinding of a full SampleEvent gives: None when it has no user stack,
@@ -173,9 +173,9 @@ class Sink(Spaces):
             "breaks the data analysis.",
         )
 
-    def mmap(self, e) -> None:
-        super().mmap(e)
-        if type(e) is ev.MmapEvent and e.pid == KERNEL_PID:  # not a KSYMBOL's or a JIT's
+    def kernel_mmap(self, e) -> None:
+        """An MMAP of the kernel or a kernel module (not a KSYMBOL's or a JIT's)."""
+        if e.pid == KERNEL_PID:
             self.kernel_symbols.kernel_mmap(e.filename, e.addr, e.addr + e.len, e.pgoff,
                                            e.build_id)
 
@@ -193,29 +193,26 @@ class Sink(Spaces):
             print(f"PerfUnwind::MissingElfFile: {message}", file=sys.stderr)
         self.writer.error(2, message)
 
-    def task(self, item) -> None:
-        super().task(item)
-        e = item[0]
-        w = self.writer
-        kind = type(e)
-        if kind is ev.ForkEvent:
-            w.thread_start(e.pid, e.tid, e.time, e.cpu, e.ppid)
-        elif kind is ev.ExitEvent:
-            w.thread_end(e.pid, e.tid, e.time, e.cpu)
-        elif kind is ev.CommEvent:
-            w.command(e.pid, e.tid, e.time, e.cpu, item[1])
-        elif kind is ev.LostEvent:
-            w.lost(e.pid, e.tid, e.time, e.cpu, e.lost)
-        elif kind is ev.SwitchEvent:
-            w.context_switch(e.pid, e.tid, e.time, e.cpu, e.switch_out)
+    def thread_start(self, e) -> None:
+        self.writer.thread_start(e.pid, e.tid, e.time, e.cpu, e.ppid)
+
+    def thread_end(self, e) -> None:
+        self.writer.thread_end(e.pid, e.tid, e.time, e.cpu)
+
+    def command(self, e) -> None:
+        # the name's string was defined when the COMM was read (Run.comm)
+        self.writer.command(e.pid, e.tid, e.time, e.cpu, self.emit.string(e.comm))
+
+    def lost(self, e) -> None:
+        self.writer.lost(e.pid, e.tid, e.time, e.cpu, e.lost)
+
+    def context_switch(self, e) -> None:
+        self.writer.context_switch(e.pid, e.tid, e.time, e.cpu, e.switch_out)
 
     def sample(self, e) -> None:
-        """A SampleEvent, or the fields of a FusedSample (as one, or as a plain tuple)."""
-        if type(e) is ev.SampleEvent:
-            self.full_sample(e)
-            return
-        # the common frame-pointer case: what full_sample does for an event without read
-        # values, branch stack, user regs/stack or raw data
+        """The fields of a FusedSample (as one, or as a plain tuple): the common
+        frame-pointer case, what full_sample does for an event without read values, branch
+        stack, user regs/stack or raw data."""
         pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
         frames = self._fused_frames(self.session.process(pid), ip, callchain, misc)
         self.writer.sample_one(pid, tid, time, cpu, frames, self.attrs.attribute_id(sid), period)
@@ -326,8 +323,8 @@ class Sink(Spaces):
 
 
 class Run:
-    """One run's stages, and what each reader event does to them outside the time-ordering
-    queue. The serial path feeds it the reader's events; a split run (parallel.py) feeds it
+    """One run's stages, and the writing side's handlers of events as read (dispatch.ROUTES'
+    `now`). The serial path feeds it the reader's events; a split run (parallel.py) feeds it
     what the reading process forwards, in the same order."""
 
     def __init__(self, options, out, kallsyms_worker=None) -> None:
@@ -364,12 +361,15 @@ class Run:
                 writer.flush()  # hotspot shows downloads while they run
 
             finder.progress = debuginfo_progress
-        self.sink = Sink(options, emitter, self.attrs, finder, kallsyms_worker)
-        self.queue = EventQueue(None if self.stats_mode else self.sink, options.buffer_size,
-                                options.max_buffer_size)
+        self.sink = sink = Sink(options, emitter, self.attrs, finder, kallsyms_worker)
+        self.queue = EventQueue(
+            None if self.stats_mode else dispatch.HandOut(dispatch.on_hand_out(sink, sink),
+                                                          sink.time_order_violation),
+            options.buffer_size, options.max_buffer_size)
         self.arch_name = options.arch or os.uname().machine  # pipe mode knows no other
         self.jit = JitDumps(options.perf_map_path, options.input)
-        self.sink.set_arch(self.arch_name)
+        sink.set_arch(self.arch_name)
+        self._on_read = dispatch.on_read(self, Reading(self.queue, self.jit))
 
     def read(self, source) -> None:
         """Serial path: every event of `source` (a source.py source) as the reader yields it."""
@@ -381,39 +381,41 @@ class Run:
 
     def reader_event(self, e) -> None:
         """Serial path: one event as the reader yields it."""
-        if not enqueue(self.queue, e, self.comm_string, self.jit):
-            order_hooks(self.queue, e)
-            self.parse_event(e)
+        handler = self._on_read.get(type(e))
+        if handler is not None:
+            handler(e)
 
-    def comm_string(self, comm: bytes) -> int:
+    def comm(self, e) -> None:
         """A COMM's name is defined when it is read, before the queue hands the COMM out."""
-        return -1 if self.stats_mode else self.emitter.string(comm)
+        if not self.stats_mode:
+            self.emitter.string(e.comm)
 
-    def parse_event(self, e) -> None:
-        """What an event that does not go through the queue does (time-ordering aside)."""
-        kind = type(e)
-        if kind is ev.ProgressEvent:
-            if not self.stats_mode:
-                self.writer.progress(e.fraction)
-            if self.terminal:
-                self.terminal.write(f"\rperfparser: reading {e.fraction:6.1%}")
-                self.terminal.flush()
-        elif kind is ev.AttrEvent:
-            self.attrs.register(e.attr, e.name or self._generated_name(e.attr), e.ids)
-        elif kind is ev.TracingDataEvent:
-            if not self.stats_mode:
-                from .perfdata.tracing import parse_tracing_data
+    def progress(self, e) -> None:
+        if not self.stats_mode:
+            self.writer.progress(e.fraction)
+        if self.terminal:
+            self.terminal.write(f"\rperfparser: reading {e.fraction:6.1%}")
+            self.terminal.flush()
 
-                self.sink.tracepoints.add(parse_tracing_data(e.data))
-        elif kind is ev.FeaturesEvent:
-            f = e.features
-            self.arch_name = features_arch(f, self.arch_name, self.finder)
-            self.sink.kernel_symbols.build_ids(f.build_ids)
-            if not self.stats_mode:
-                self.writer.features(_features_message(f, self.arch_name))
-                self.finder.open_listed(f.build_ids)
-        elif kind is ev.DataStartEvent:
-            self.sink.set_arch(self.arch_name)  # the ARCH feature, read before any record
+    def attr(self, e) -> None:
+        self.attrs.register(e.attr, e.name or self._generated_name(e.attr), e.ids)
+
+    def tracing_data(self, e) -> None:
+        if not self.stats_mode:
+            from .perfdata.tracing import parse_tracing_data
+
+            self.sink.tracepoints.add(parse_tracing_data(e.data))
+
+    def features(self, e) -> None:
+        f = e.features
+        self.arch_name = features_arch(f, self.arch_name, self.finder)
+        self.sink.kernel_symbols.build_ids(f.build_ids)
+        if not self.stats_mode:
+            self.writer.features(_features_message(f, self.arch_name))
+            self.finder.open_listed(f.build_ids)
+
+    def data_start(self, e) -> None:
+        self.sink.set_arch(self.arch_name)  # the ARCH feature, read before any record
 
     def _generated_name(self, attr) -> str:
         """perf's name for an attr that came without one; a tracepoint's is `system:name`
@@ -457,54 +459,70 @@ class Run:
         self.out.flush()
 
 
+class Reading:
+    """The reading side's handlers of events as read (dispatch.ROUTES' `read`): samples, mmaps
+    and task events into the time-ordering queue, and what the others change in its flushing
+    mode. `spaces`: the reading side's own address spaces (a split run's reading process,
+    which unwinds), kept while `unwinds`; None where the writing side's are the only ones."""
+
+    def __init__(self, queue: EventQueue, jit: JitDumps, spaces: Spaces | None = None,
+                 arch_name: str = "") -> None:
+        self.queue = queue
+        self.jit = jit
+        self.spaces = spaces
+        self.arch_name = arch_name
+        self.unwinds = spaces is not None
+        self._attrs: list = []
+
+    def fused_sample(self, e) -> None:
+        self.queue.add_sample(e[2], e[9], e)  # time, size
+
+    def sample(self, e) -> None:
+        self.queue.add_sample(e.time, e.size, e)
+
+    def mmap(self, e) -> None:
+        """A jitdump's MMAP is the dump's functions, at their times, as perf inject --jit
+        makes it."""
+        code = self.jit.code_events(e) if e.filename.endswith(b".dump") else None
+        for c in (e,) if code is None else code:
+            self.queue.add(MMAP, c.time, c.size, c)
+
+    def mapping(self, e) -> None:
+        self.queue.add(MMAP, e.time, e.size, e)
+
+    def task(self, e) -> None:
+        self.queue.add(TASK, e.time, e.size, e)
+
+    def finished_round(self, e) -> None:
+        self.queue.finished_round()
+
+    def time_conv(self, e) -> None:
+        self.jit.time_conv(e)
+
+    def attr(self, e) -> None:
+        self.jit.attr(e.attr)  # the recording's clock
+        if e.attr.type == TYPE_TRACEPOINT:
+            self.queue.tracepoint_registered()
+        self._attrs.append(e.attr)
+
+    def features(self, e) -> None:
+        self.queue.perf_version(e.features.version)
+        if self.spaces is not None:
+            self.arch_name = features_arch(e.features, self.arch_name, self.spaces.finder)
+
+    def data_start(self, e) -> None:
+        if self.spaces is not None:
+            self.spaces.set_arch(self.arch_name)
+            # file mode: every attribute is known before the first record
+            self.unwinds = any(a.sample_type & (SAMPLE_REGS_USER | SAMPLE_STACK_USER)
+                               for a in self._attrs)
+
+
 # Split runs: call chains numbered before both processes start afresh (the numbers' tables
 # there and Sink's here), and frames in them (deep stacks: 65 k chains of 50 frames would
 # be ~130 MB in each process).
 CHAIN_IDS = 1 << 16
 CHAIN_FRAMES = 1 << 16
-TASK_EVENTS = (ev.ForkEvent, ev.ExitEvent, ev.LostEvent, ev.SwitchEvent)
-
-
-def enqueue(queue: EventQueue, e, comm_id, jit=None) -> bool:
-    """Hand `e` to the time-ordering queue if it goes there (samples, mmaps, task events,
-    round ends); False for the events handled when read. comm_id(name) is a COMM's string id,
-    defined when the COMM is read. jit (a jitdump.JitDumps) turns the MMAP of a jitdump into
-    the dump's functions, at their times, as perf inject --jit does."""
-    kind = type(e)
-    if kind is FusedSample:
-        queue.add_sample(e[2], e[9], e)
-    elif kind is ev.SampleEvent:
-        queue.add_sample(e.time, e.size, e)
-    elif kind is ev.MmapEvent:
-        code = jit.code_events(e) if jit is not None and e.filename.endswith(b".dump") else None
-        for c in (e,) if code is None else code:
-            queue.add(MMAP, c.time, c.size, c)
-    elif kind is ev.KsymbolEvent:
-        queue.add(MMAP, e.time, e.size, e)
-    elif kind is ev.TimeConvEvent:
-        if jit is not None:
-            jit.time_conv(e)
-    elif kind is ev.CommEvent:
-        queue.add(TASK, e.time, e.size, (e, comm_id(e.comm)))
-    elif kind in TASK_EVENTS:
-        queue.add(TASK, e.time, e.size, (e,))
-    elif kind is ev.FinishedRoundEvent:
-        queue.finished_round()
-    else:
-        if kind is ev.AttrEvent and jit is not None:
-            jit.attr(e.attr)  # the recording's clock
-        return False
-    return True
-
-
-def order_hooks(queue: EventQueue, e) -> None:
-    """What an event outside the queue changes in the queue's flushing mode."""
-    kind = type(e)
-    if kind is ev.AttrEvent:
-        if e.attr.type == TYPE_TRACEPOINT:
-            queue.tracepoint_registered()
-    elif kind is ev.FeaturesEvent:
-        queue.perf_version(e.features.version)
 
 
 def features_arch(f, arch_name: str, finder) -> str:

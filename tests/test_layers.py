@@ -32,6 +32,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("protocol", ("protocol", "protocol.*")),
     ("emit", ("emit",)),
     ("symbolize", ("symbolize", "kernel", "kernel.*", "jitmap", "tracepoints")),
+    ("dispatch", ("dispatch",)),
     ("pipeline", ("pipeline",)),
     ("parallel", ("parallel",)),
     ("run", ("run",)),
@@ -149,5 +150,5 @@ def test_the_checker_sees_lazy_and_relative_imports():
     graph = _graph()
     assert "unwind.dwarf" in graph[""]  # compiled_core(): inside a function
     assert "cpus" in graph["parallel"]  # from . import cpus
-    assert "perfdata.events" in graph["pipeline"]  # from .perfdata import events as ev
+    assert "perfdata.events" in graph["dispatch"]  # from .perfdata import events as ev
     assert "elf.leb128" in graph["elf.cfi"]  # from .leb128 import ..., inside a package

@@ -73,7 +73,7 @@ def test_a_crash_in_the_reading_process_is_an_error_here(monkeypatch):
     def boom(self, e):
         raise ValueError("injected")
 
-    monkeypatch.setattr(parallel._Forwarder, "sample", boom)
+    monkeypatch.setattr(parallel._Ahead, "chain", boom)
     with pytest.raises(RuntimeError, match="in the reading process: ValueError: injected"):
         _run_in_process(monkeypatch, RECORDED / "fp" / "perf.data")
 
@@ -82,7 +82,7 @@ def test_a_reading_process_that_dies_is_an_error_here(monkeypatch):
     def die(self, e):
         os._exit(3)
 
-    monkeypatch.setattr(parallel._Forwarder, "sample", die)
+    monkeypatch.setattr(parallel._Ahead, "chain", die)
     with pytest.raises(RuntimeError, match=r"ended unexpectedly \(exit status 3\)"):
         _run_in_process(monkeypatch, RECORDED / "fp" / "perf.data")
 

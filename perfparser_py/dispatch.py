@@ -1,0 +1,118 @@
+"""Where every event goes: ROUTES, the one table of the stage handlers each kind of event
+reaches, read by the serial run and by both processes of a split run (parallel.py).
+
+An event meets the stages twice: when the reader yields it and, if it is time-ordered (a
+sample, mmap or task event), when the time-ordering queue hands it out. Each time there is a
+reading side, which a split run keeps in its reading process, and a writing side, in the
+process that symbolizes and writes. A route names, per column, a method of:
+
+- `now`: the writing side when read (pipeline.Run): what upstream sends at parse time. It runs
+  before `read`, so a COMM's name is defined before a flush that queueing the COMM causes.
+- `read`: the reading side when read (pipeline.Reading): into the queue, or what the event
+  changes in the queue's flushing mode and in finding files.
+- `spaces`: the address spaces when handed out (pipeline.Spaces, so session.py): the writing
+  side's, and in a split run the reading process's too while its samples carry stacks.
+- `write`: the writing side when handed out (pipeline.Sink): symbols and messages.
+- `ahead`: what a split run's reading process does to a handed-out sample before sending it
+  (parallel._Ahead): unwinding its stack, numbering a repeated call chain. A serial run's
+  Sink.full_sample unwinds itself.
+
+A split run's reading process sends each writing-side call as (index, args) and the writing
+process calls handlers[index](*args) (parallel.WIRE).
+"""
+
+from __future__ import annotations
+
+from .perfdata import events as ev
+from .perfdata.fast import FusedSample
+from .tuples import named_tuple
+
+
+@named_tuple
+class Route:
+    now: str | None = None
+    read: str | None = None
+    spaces: str | None = None
+    write: str | None = None
+    ahead: str | None = None
+
+
+ROUTES: dict[type, Route] = {
+    ev.ProgressEvent: Route(now="progress"),
+    ev.AttrEvent: Route(now="attr", read="attr"),
+    ev.TracingDataEvent: Route(now="tracing_data"),
+    ev.FeaturesEvent: Route(now="features", read="features"),
+    ev.DataStartEvent: Route(now="data_start", read="data_start"),
+    ev.TimeConvEvent: Route(read="time_conv"),  # a jitdump's clock
+    ev.FinishedRoundEvent: Route(read="finished_round"),
+    # time-ordered: queued when read, handled when the queue hands them out
+    FusedSample: Route(read="fused_sample", write="sample", ahead="chain"),
+    ev.SampleEvent: Route(read="sample", write="full_sample", ahead="unwind"),
+    ev.MmapEvent: Route(read="mmap", spaces="mmap", write="kernel_mmap"),
+    ev.KsymbolEvent: Route(read="mapping", spaces="mmap"),
+    ev.JitCodeEvent: Route(spaces="mmap"),  # made from a jitdump's MMAP by Reading.mmap
+    ev.CommEvent: Route(now="comm", read="task", spaces="task", write="command"),
+    ev.ForkEvent: Route(read="task", spaces="task", write="thread_start"),
+    ev.ExitEvent: Route(read="task", spaces="task", write="thread_end"),
+    ev.LostEvent: Route(read="task", write="lost"),
+    ev.SwitchEvent: Route(read="task", write="context_switch"),
+}
+
+
+def both(first, second):
+    """One handler of an event that calls `first`, then `second`; either may be None."""
+    if first is None or second is None:
+        return second if first is None else first
+
+    def call(e) -> None:
+        first(e)
+        second(e)
+
+    return call
+
+
+def column(obj, name: str):
+    """For handlers(): the method of `obj` that column `name` of a route names (None where it
+    names none, or obj is None)."""
+    def bind(kind: type, route: Route):
+        method = getattr(route, name)
+        return None if method is None or obj is None else getattr(obj, method)
+
+    return bind
+
+
+def handlers(first, second) -> dict[type, object]:
+    """kind -> its one handler: first(kind, route)'s, then second(kind, route)'s (each makes
+    a handler or None); kinds with neither are left out."""
+    made = {}
+    for kind, route in ROUTES.items():
+        handler = both(first(kind, route), second(kind, route))
+        if handler is not None:
+            made[kind] = handler
+    return made
+
+
+def on_read(run, reading) -> dict[type, object]:
+    """The handlers of events as read: `now` on run (a pipeline.Run), `read` on reading (a
+    pipeline.Reading)."""
+    return handlers(column(run, "now"), column(reading, "read"))
+
+
+def on_hand_out(spaces, sink) -> dict[type, object]:
+    """The handlers of events the queue hands out: `spaces` on spaces (a pipeline.Spaces),
+    then `write` on sink (a pipeline.Sink)."""
+    return handlers(column(spaces, "spaces"), column(sink, "write"))
+
+
+class HandOut:
+    """The time-ordering queue's sink (ordering.EventQueue): each event it hands out goes to
+    its kind's handler, `handlers` (on_hand_out's, or what forwards them)."""
+
+    def __init__(self, handlers: dict[type, object], time_order_violation) -> None:
+        self._handlers = handlers
+        self.time_order_violation = time_order_violation
+
+    def sample(self, e) -> None:
+        self._handlers[type(e)](e)
+
+    mmap = task = sample
