@@ -43,7 +43,7 @@ _PIPE_BYTES = 16 << 20  # wanted pipe capacity (capped by the system's pipe-max-
 _BACKLOG_BYTES = 4 << 20
 
 # What the child sends: (index in WIRE, args), for this process's handler of that index
-# (_handlers). From ROUTES: ("now", kind) takes the event pickled (attrs and features hold
+# (_Replay). From ROUTES: ("now", kind) takes the event pickled (attrs and features hold
 # objects marshal cannot carry), ("out", kind) the fields of an event the queue handed out.
 # The split's own: samples in short (_Ahead), the queue's warnings and how reading ended.
 WIRE = (*(("now", k) for k, route in ROUTES.items() if route.now is not None),
@@ -51,8 +51,11 @@ WIRE = (*(("now", k) for k, route in ROUTES.items() if route.now is not None),
           if route.ahead is None and (route.spaces or route.write) is not None),
         "fused", "chain", "numbered", "attr", "full", "violation", "error", "crash", "end")
 _AT = {key: index for index, key in enumerate(WIRE)}
-_SAMPLE_FIELDS = ev.SampleEvent._fields  # what "full" carries, attr and stack taken out:
-_ATTR, _RAW, _REGS, _STACK = (_SAMPLE_FIELDS.index(f) for f in ("attr", "raw", "regs", "stack"))
+_FUSED, _CHAIN, _NUMBERED, _FULL = (_AT[k] for k in ("fused", "chain", "numbered", "full"))
+# "full" carries a SampleEvent's fields with its attr as a number (sent before as "attr"),
+# its raw data as bytes and, unwound, no registers and stack
+_ATTR, _RAW, _REGS, _STACK = (ev.SampleEvent._fields.index(f)
+                              for f in ("attr", "raw", "regs", "stack"))
 _new = tuple.__new__
 
 
@@ -175,8 +178,6 @@ class _Ahead:
         self.put((_AT["attr"], (pickle.dumps(attr),)))
         return index
 
-
-_FUSED, _CHAIN, _NUMBERED, _FULL = (_AT[k] for k in ("fused", "chain", "numbered", "full"))
 
 
 def _sends(put, reading: Reading, ahead: _Ahead):
