@@ -7,7 +7,7 @@ this module deals in Python values; only here do they become ids and messages.
 
 from __future__ import annotations
 
-from .perfdata.attr import TYPE_TRACEPOINT
+from .perfdata.abi import TYPE_TRACEPOINT
 from .protocol import HAS_SYMBOL, NAMED, StreamWriter
 
 # Location key: (address, rel_addr, file, pid, line, column, module, scope). The parent is

@@ -20,7 +20,8 @@ from .emit import AttributeTable, Emitter
 from .jitdump import JitDumps
 from .kernel.symbols import KernelSymbols
 from .ordering import MMAP, TASK, EventQueue
-from .perfdata.attr import SAMPLE_REGS_USER, SAMPLE_STACK_USER, TYPE_TRACEPOINT, generated_name
+from .perfdata.abi import SAMPLE_REGS_USER, SAMPLE_STACK_USER, TYPE_TRACEPOINT
+from .perfdata.attr import generated_name
 from .session import KERNEL_PID, Session, is_special
 from .symbolize import Symbolizer
 from .unwind.framepointer import callchain_frames

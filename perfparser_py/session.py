@@ -25,10 +25,12 @@ import itertools
 import os
 
 from .perfdata import events as ev
-from .perfdata.records import KSYMBOL_UNREGISTER
+from .perfdata.abi import (
+    RECORD_KSYMBOL_FLAGS_UNREGISTER,
+    RECORD_MISC_COMM_EXEC,
+    RECORD_MISC_FORK_EXEC,
+)
 
-MISC_COMM_EXEC = 0x2000  # PERF_RECORD_MISC_COMM_EXEC
-MISC_FORK_EXEC = 0x2000  # PERF_RECORD_MISC_FORK_EXEC (same bit, other record type)
 KERNEL_PID = -1
 # exited processes kept for the samples of their exit path (Session.exited)
 MAX_EXITED = 64
@@ -294,7 +296,7 @@ class Session:
             return  # a new thread shares its process's state
         self.exited.pop(pid, None)
         child = self.processes.get(pid)
-        synthesized = time == 0 or misc & MISC_FORK_EXEC or (child is not None and len(child.space))
+        synthesized = time == 0 or misc & RECORD_MISC_FORK_EXEC or (child is not None and len(child.space))
         if synthesized:
             self.process(pid)
             return
@@ -327,7 +329,7 @@ class Session:
         kind = type(e)
         if kind is ev.KsymbolEvent:
             # kernel code named by a KSYMBOL record: a map of its own, or gone (as perf does)
-            if e.flags & KSYMBOL_UNREGISTER:
+            if e.flags & RECORD_KSYMBOL_FLAGS_UNREGISTER:
                 self.remove_kernel_range(e.addr, e.addr + e.len)
             else:
                 self.add_mapping(KERNEL_PID, SymbolMapping(e.addr, e.addr + e.len, e.name))
@@ -358,7 +360,7 @@ class Session:
             if e.pid == e.tid:  # a thread's exit ends nothing of its process
                 self.exit(e.pid)
         elif kind is ev.CommEvent:
-            if e.misc & MISC_COMM_EXEC and e.pid == e.tid:
+            if e.misc & RECORD_MISC_COMM_EXEC and e.pid == e.tid:
                 self.exec(e.pid)
 
     def add_mapping(self, pid: int, mapping: Mapping) -> None:

@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.corpus.expect import decode, run_parser
-from tests.synth import CALLCHAIN, CONTEXT_USER, IP, PERIOD, TID, PipeWriter
+from perfparser_py.perfdata.abi import (
+    CONTEXT_USER,
+    SAMPLE_CALLCHAIN,
+    SAMPLE_IP,
+    SAMPLE_PERIOD,
+    SAMPLE_TID,
+)
+from tests.synth import PipeWriter
 
 BASE = 0x555555554000
 LIB = 0x7F0000000000
@@ -140,7 +147,7 @@ def test_recording_without_timestamps_keeps_file_order(binaries):
     EXIT comes last in the file. Processed in file order, the samples keep their mappings and
     the ThreadEnd follows them (sorted first, the EXIT took every user symbol away)."""
     tmp, (child, csyms), _parent = binaries
-    w = PipeWriter(sample_type=IP | TID | CALLCHAIN | PERIOD)
+    w = PipeWriter(sample_type=SAMPLE_IP | SAMPLE_TID | SAMPLE_CALLCHAIN | SAMPLE_PERIOD)
     w.comm(300, 300, b"childprog", 0, exec_=True)
     w.mmap2(300, BASE, 0x5000, 0, str(child).encode(), 0)
     for _ in range(4):

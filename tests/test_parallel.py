@@ -90,9 +90,9 @@ def test_a_reading_process_that_dies_is_an_error_here(monkeypatch):
 def _synthetic(tmp_path: Path) -> Path:
     """Repeated call chains across everything that invalidates their frames: a new mapping
     over the same addresses, an exec, a kernel mapping, and more distinct chains than fit."""
-    from tests.synth import CONTEXT_USER, PipeWriter
+    from perfparser_py.perfdata.abi import CONTEXT_KERNEL, CONTEXT_USER
+    from tests.synth import PipeWriter
 
-    CONTEXT_KERNEL = 2**64 - 128
 
     w = PipeWriter()
     libc = b"/usr/lib/x86_64-linux-gnu/libc.so.6"

@@ -215,16 +215,16 @@ def test_a_ksymbol_maps_kernel_code_and_its_unregistering_unmaps_it():
 
 def test_only_the_main_threads_exec_and_exit_change_the_process():
     from perfparser_py.perfdata import events as ev
-    from perfparser_py.session import MISC_COMM_EXEC
+    from perfparser_py.perfdata.abi import RECORD_MISC_COMM_EXEC
 
     session = Session()
     session.add_mapping(10, _lib(0x1000, 0x2000, b"/bin/prog"))
     session.task(ev.ForkEvent(11, 10, 11, 10, 5, 5, 0, 0, 0))
-    session.task(ev.CommEvent(10, 12, b"worker", 6, 0, 0, MISC_COMM_EXEC))  # a thread
+    session.task(ev.CommEvent(10, 12, b"worker", 6, 0, 0, RECORD_MISC_COMM_EXEC))  # a thread
     session.task(ev.ExitEvent(10, 10, 12, 12, 7, 7, 0, 0, 0))  # a thread ends
     assert 10 in session.processes and _paths(session, 10) == [(0x1000, 0x2000, b"/bin/prog")]
     assert _paths(session, 11) == [(0x1000, 0x2000, b"/bin/prog")]  # the fork's copy
-    session.task(ev.CommEvent(11, 11, b"other", 8, 0, 0, MISC_COMM_EXEC))
+    session.task(ev.CommEvent(11, 11, b"other", 8, 0, 0, RECORD_MISC_COMM_EXEC))
     assert _paths(session, 11) == []
     session.task(ev.ExitEvent(10, 1, 10, 1, 9, 9, 0, 0, 0))
     assert 10 not in session.processes and 10 in session.exited

@@ -7,52 +7,33 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field, fields
 from functools import cache
+from operator import itemgetter
 
-from construct import Check, Computed, Construct, ExprAdapter, IfThenElse, Padding, Struct, this
+from construct import Check, Computed, Construct, Default, ExprAdapter, IfThenElse, Padding, Struct
+from construct import this
 
+from . import layout as lay
+from .abi import (
+    ATTR_SIZE_VER0,
+    FLAG_CONTEXT_SWITCH,
+    FLAG_EXCLUDE_KERNEL,
+    FLAG_EXCLUDE_USER,
+    FLAG_FREQ,
+    FLAG_INHERIT,
+    FLAG_SAMPLE_ID_ALL,
+    FORMAT_GROUP,
+    FORMAT_ID,
+    SAMPLE_BRANCH_HW_INDEX,
+    SAMPLE_READ,
+    TYPE_BREAKPOINT,
+    TYPE_HARDWARE,
+    TYPE_HW_CACHE,
+    TYPE_RAW,
+    TYPE_SOFTWARE,
+    TYPE_TRACEPOINT,
+)
 from .errors import DATA_ERROR, PerfDataError
 from .ints import ints
-
-# sample_type bits
-SAMPLE_IP = 1 << 0
-SAMPLE_TID = 1 << 1
-SAMPLE_TIME = 1 << 2
-SAMPLE_ADDR = 1 << 3
-SAMPLE_READ = 1 << 4
-SAMPLE_CALLCHAIN = 1 << 5
-SAMPLE_ID = 1 << 6
-SAMPLE_CPU = 1 << 7
-SAMPLE_PERIOD = 1 << 8
-SAMPLE_STREAM_ID = 1 << 9
-SAMPLE_RAW = 1 << 10
-SAMPLE_BRANCH_STACK = 1 << 11
-SAMPLE_REGS_USER = 1 << 12
-SAMPLE_STACK_USER = 1 << 13
-SAMPLE_WEIGHT = 1 << 14
-SAMPLE_DATA_SRC = 1 << 15
-SAMPLE_IDENTIFIER = 1 << 16
-SAMPLE_TRANSACTION = 1 << 17
-
-# read_format bits
-READ_TOTAL_TIME_ENABLED = 1
-READ_TOTAL_TIME_RUNNING = 2
-READ_ID = 4
-READ_GROUP = 8
-READ_LOST = 16
-
-BRANCH_HW_INDEX = 1 << 17
-
-# attr.flags bits (perf_event.h bitfield, little-endian numbering)
-FLAG_INHERIT = 1 << 1
-FLAG_EXCLUDE_USER = 1 << 4
-FLAG_EXCLUDE_KERNEL = 1 << 5
-FLAG_FREQ = 1 << 10
-FLAG_SAMPLE_ID_ALL = 1 << 18
-FLAG_CONTEXT_SWITCH = 1 << 26
-
-MIN_ATTR_SIZE = 64
-
-TYPE_HARDWARE, TYPE_SOFTWARE, TYPE_TRACEPOINT, TYPE_HW_CACHE, TYPE_RAW, TYPE_BREAKPOINT = range(6)
 
 
 def reverse_bits64(value: int) -> int:
@@ -60,92 +41,47 @@ def reverse_bits64(value: int) -> int:
     return int(f"{value:064b}"[::-1], 2)
 
 
-def _optional(offset: int, con: Construct) -> Construct:
-    """A field present only when the attr's own size reaches past it (older/newer ABIs)."""
-    return IfThenElse(this.size >= offset + con.sizeof(), con, Computed(0))
-
-
-_FIELD_ENDS = (110, 108, 104, 96, 92, 88, 80, 72)
+_ATTR_AT = lay.offsets(lay.ATTR)
+# where each field after the first ATTR_SIZE_VER0 bytes ends, last first
+_FIELD_ENDS = tuple(sorted((_ATTR_AT[name] + struct.calcsize("<" + code)
+                            for name, code in lay.ATTR if _ATTR_AT[name] >= ATTR_SIZE_VER0),
+                           reverse=True))
 
 
 def _consumed(size: int) -> int:
     """Bytes the declared fields occupy for an attr of this size (fields are read iff they fit)."""
-    return next((end for end in _FIELD_ENDS if size >= end), MIN_ATTR_SIZE)
+    return next((end for end in _FIELD_ENDS if size >= end), ATTR_SIZE_VER0)
 
 
 @cache
 def attr_struct(big_endian: bool) -> Construct:
-    """perf_event_attr of any size >= 64; fields beyond what we know are skipped."""
+    """perf_event_attr of any size >= ATTR_SIZE_VER0 (layout.ATTR); fields beyond what we know
+    are skipped, fields past the attr's size read 0."""
     i = ints(big_endian)
-    flags = ExprAdapter(i.u64, lambda v, _: reverse_bits64(v), lambda v, _: reverse_bits64(v))
-    return Struct(
-        "type" / i.u32,
-        "size" / i.u32,
-        Check(this.size >= MIN_ATTR_SIZE),
-        "config" / i.u64,
-        "sample_period" / i.u64,
-        "sample_type" / i.u64,
-        "read_format" / i.u64,
-        "flags" / (flags if big_endian else i.u64),
-        "wakeup_events" / i.u32,
-        "bp_type" / i.u32,
-        "config1" / i.u64,
-        "config2" / _optional(64, i.u64),
-        "branch_sample_type" / _optional(72, i.u64),
-        "sample_regs_user" / _optional(80, i.u64),
-        "sample_stack_user" / _optional(88, i.u32),
-        "clockid" / _optional(92, i.s32),
-        "sample_regs_intr" / _optional(96, i.u64),
-        "aux_watermark" / _optional(104, i.u32),
-        "sample_max_stack" / _optional(108, i.u16),
-        Padding(lambda c: c.size - _consumed(c.size)),
-    )
+    subcons = []
+    for name, code in lay.ATTR:
+        con = lay.field(code, i)
+        if name == "flags" and big_endian:
+            con = ExprAdapter(con, lambda v, _: reverse_bits64(v), lambda v, _: reverse_bits64(v))
+        at = _ATTR_AT[name]
+        if at >= ATTR_SIZE_VER0:  # a field only an attr this large has (older/newer ABIs)
+            con = Default(IfThenElse(this.size >= at + con.sizeof(), con, Computed(0)), 0)
+        subcons.append(name / con)
+        if name == "size":
+            subcons.append(Check(this.size >= ATTR_SIZE_VER0))
+    return Struct(*subcons, Padding(lambda c: c.size - _consumed(c.size)))
 
 
-_PREFIX_FIELDS = (
-    # (bit, struct codes, names) in body order for the fixed-size head of a SAMPLE
-    (SAMPLE_IDENTIFIER, "Q", ("id",)),
-    (SAMPLE_IP, "Q", ("ip",)),
-    (SAMPLE_TID, "II", ("pid", "tid")),
-    (SAMPLE_TIME, "Q", ("time",)),
-    (SAMPLE_ADDR, "Q", ("addr",)),
-    (SAMPLE_ID, "Q", ("id",)),
-    (SAMPLE_STREAM_ID, "Q", ("stream_id",)),
-    (SAMPLE_CPU, "II", ("cpu", None)),
-    (SAMPLE_PERIOD, "Q", ("period",)),
-)
+# the sample values fast.py's decoders take, by index into the unpacked prefix and trailer
 PREFIX_NAMES = ("id", "ip", "pid", "tid", "time", "addr", "stream_id", "cpu", "period")
-
-_TRAILER_FIELDS = (
-    (SAMPLE_TID, "II", ("pid", "tid")),
-    (SAMPLE_TIME, "Q", ("time",)),
-    (SAMPLE_ID, "Q", ("id",)),
-    (SAMPLE_STREAM_ID, "Q", ("stream_id",)),
-    (SAMPLE_CPU, "II", ("cpu", None)),
-    (SAMPLE_IDENTIFIER, "Q", ("id",)),
-)
 TRAILER_NAMES = ("pid", "tid", "time", "cpu")
-
-
-def _layout(sample_type: int, table: tuple, wanted: tuple[str, ...], endian: str):
-    """struct.Struct for the fields of `table` present in sample_type, and for each wanted name
-    the index of its value in the unpacked tuple (-1 = absent)."""
-    codes = endian
-    where: dict[str, int] = {}
-    n = 0
-    for bit, code, names in table:
-        if sample_type & bit:
-            codes += code
-            for name in names:
-                if name is not None:
-                    where[name] = n
-                n += 1
-    return struct.Struct(codes), tuple(where.get(name, -1) for name in wanted)
+TAIL_NAMES = tuple(row[0] for row in lay.SAMPLE_TAIL)
 
 
 @dataclass(frozen=True, slots=True)
 class SamplePlan:
-    """How to decode a SAMPLE of this attr and a sample_id trailer governed by it."""
+    """How to decode a SAMPLE of this attr and a sample_id trailer governed by it, made from
+    layout.py's tables once per attr."""
 
     prefix: struct.Struct
     prefix_index: tuple[int, ...]  # per PREFIX_NAMES
@@ -156,6 +92,8 @@ class SamplePlan:
     read_skip: int  # u64s of time_enabled/time_running after nr (group) or value (non-group)
     branch_hw_index: bool
     nregs_user: int
+    tail: struct.Struct  # the fixed-size fields after the user stack (layout.SAMPLE_TAIL)
+    tail_pick: itemgetter  # (weight, data_src, transaction) of tail's values + (0,)
     id_pos: int  # byte offset of the sample id for the peek (SEMANTICS §3.4), -1 if none
     trailer: struct.Struct
     trailer_index: tuple[int, ...]  # per TRAILER_NAMES
@@ -164,30 +102,25 @@ class SamplePlan:
 def make_plan(sample_type: int, read_format: int, branch_sample_type: int, regs_user: int,
               big_endian: bool) -> SamplePlan:
     endian = ">" if big_endian else "<"
-    prefix, prefix_index = _layout(sample_type, _PREFIX_FIELDS, PREFIX_NAMES, endian)
-    trailer, trailer_index = _layout(sample_type, _TRAILER_FIELDS, TRAILER_NAMES, endian)
-    skip = bool(read_format & READ_TOTAL_TIME_ENABLED) + bool(read_format & READ_TOTAL_TIME_RUNNING)
-    has_id = bool(read_format & READ_ID)
-    has_lost = bool(read_format & READ_LOST)
-    group = bool(read_format & READ_GROUP)
-    if sample_type & SAMPLE_IDENTIFIER:
-        id_pos = 0
-    elif sample_type & SAMPLE_ID:
-        id_pos = 8 * sum(bool(sample_type & b) for b in (SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME,
-                                                            SAMPLE_ADDR))
-    else:
-        id_pos = -1
+    prefix, prefix_index = lay.unpacker(lay.SAMPLE_PREFIX, sample_type, endian, PREFIX_NAMES)
+    trailer, trailer_index = lay.unpacker(lay.SAMPLE_ID, sample_type, endian, TRAILER_NAMES)
+    tail, tail_index = lay.unpacker(lay.SAMPLE_TAIL, sample_type, endian, TAIL_NAMES)
+    at = lay.offsets(lay.present(lay.SAMPLE_PREFIX, sample_type))
+    one = lay.present(lay.READ_ONE, read_format)
+    group = bool(read_format & FORMAT_GROUP)
     return SamplePlan(
         prefix=prefix,
         prefix_index=prefix_index,
-        read_size=0 if group or not sample_type & SAMPLE_READ else 8 * (1 + skip + has_id + has_lost),
+        read_size=0 if group or not sample_type & SAMPLE_READ else 8 * len(one),
         read_group=group,
-        read_entry=1 + has_id + has_lost,
-        read_has_id=has_id,
-        read_skip=skip,
-        branch_hw_index=bool(branch_sample_type & BRANCH_HW_INDEX),
+        read_entry=len(lay.present(lay.READ_CNTR, read_format)),
+        read_has_id=bool(read_format & FORMAT_ID),
+        read_skip=sum(row[0].startswith("time_") for row in one),
+        branch_hw_index=bool(branch_sample_type & SAMPLE_BRANCH_HW_INDEX),
         nregs_user=regs_user.bit_count(),
-        id_pos=id_pos,
+        tail=tail,
+        tail_pick=itemgetter(*tail_index),
+        id_pos=at.get("identifier", at.get("id", -1)),
         trailer=trailer,
         trailer_index=trailer_index,
     )
@@ -268,7 +201,7 @@ def parse_attr(buf, offset: int, big_endian: bool) -> PerfEventAttr:
     if offset + 8 > len(buf):
         raise PerfDataError("Failed to read attributes: truncated", DATA_ERROR)
     size = struct.unpack_from(">I" if big_endian else "<I", buf, offset + 4)[0]
-    if size < MIN_ATTR_SIZE or offset + size > len(buf):
+    if size < ATTR_SIZE_VER0 or offset + size > len(buf):
         raise PerfDataError(f"Failed to read attributes: bad attr size {size}", DATA_ERROR)
     c = attr_struct(big_endian).parse(bytes(buf[offset:offset + size]))
     return PerfEventAttr(**{name: c[name] for name in _ATTR_FIELDS}, big_endian=big_endian)

@@ -1,8 +1,11 @@
 """Hand-written struct decoders for the hot records (SAMPLE, MMAP, MMAP2, COMM, FORK, EXIT).
 
-Each must give exactly what the construct declarations in records.py give (tested on every
-corpus file). They work on a memoryview and never copy raw or user-stack bytes. Malformed input
-raises struct.error / ValueError; the reader turns that into PerfDataError.
+Their struct formats and offsets come from layout.py's tables (made once per byte order here,
+once per attr in attr.SamplePlan); the order of a sample's variable part is layout's
+SAMPLE_VARIABLE. Each must give exactly what the construct declarations in records.py give
+(tested on every corpus file). They work on a memoryview and never copy raw or user-stack
+bytes. Malformed input raises struct.error / ValueError; the reader turns that into
+PerfDataError.
 """
 
 from __future__ import annotations
@@ -13,20 +16,22 @@ from operator import itemgetter
 from types import SimpleNamespace
 
 from . import events as ev
-from .attr import (
+from . import layout as lay
+from .abi import (
+    PROT_EXEC,
+    PROT_READ,
+    RECORD_MISC_MMAP_BUILD_ID,
+    RECORD_MISC_MMAP_DATA,
+    RECORD_MISC_SWITCH_OUT,
     SAMPLE_BRANCH_STACK,
     SAMPLE_CALLCHAIN,
-    SAMPLE_DATA_SRC,
     SAMPLE_RAW,
     SAMPLE_READ,
     SAMPLE_REGS_USER,
     SAMPLE_STACK_USER,
-    SAMPLE_TRANSACTION,
-    SAMPLE_WEIGHT,
     TYPE_TRACEPOINT,
-    PerfEventAttr,
 )
-from .records import MISC_MMAP_BUILD_ID, MISC_MMAP_DATA, MISC_SWITCH_OUT, PROT_EXEC, PROT_READ
+from .attr import PerfEventAttr
 
 _new = tuple.__new__
 _SampleEvent = ev.SampleEvent
@@ -57,14 +62,23 @@ def trailer_for(attr: PerfEventAttr | None) -> Trailer:
 def make_decoders(big_endian: bool) -> SimpleNamespace:
     """The hot-record decoders for one byte order."""
     e = ">" if big_endian else "<"
+
+    def head(rows) -> tuple[Callable, int]:
+        """unpack_from of a layout's fixed-size head, and its size."""
+        st = struct.Struct(e + lay.struct_format(rows))
+        return st.unpack_from, st.size
+
     u64 = struct.Struct(e + "Q").unpack_from
     u32 = struct.Struct(e + "I").unpack_from
-    u64x2 = struct.Struct(e + "QQ").unpack_from
-    mmap_head = struct.Struct(e + "iiQQQ").unpack_from
-    mmap2_head = struct.Struct(e + "iiQQQIIQQII").unpack_from
-    pid_tid = struct.Struct(e + "ii").unpack_from
-    next_prev = struct.Struct(e + "II").unpack_from
-    task = struct.Struct(e + "iiiiQ").unpack_from
+    mmap_head, mmap_name = head(lay.MMAP)  # the name follows the head
+    mmap2_head, mmap2_name = head(lay.MMAP2)
+    build_id_at = lay.offsets(lay.MMAP2_BUILD_ID)
+    bid_size, bid_at = build_id_at["build_id_size"], build_id_at["build_id"]
+    bid_max = build_id_at["prot"] - bid_at
+    comm_head, comm_name = head(lay.COMM)
+    task, task_size = head(lay.TASK)
+    next_prev, next_prev_size = head(lay.SWITCH_CPU_WIDE)
+    lost_head, lost_size = head(lay.LOST)
 
     def trailer_values(buf, end: int, trailer: Trailer) -> tuple[int, int, int, int]:
         if trailer is None:
@@ -86,36 +100,37 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
     def mmap(buf, pos: int, end: int, misc: int, size: int, trailer: Trailer) -> ev.MmapEvent:
         pid, tid, addr, length, pgoff = mmap_head(buf, pos)
         spid, stid, time, cpu = trailer_values(buf, end, trailer)
-        filename = cstr(buf, pos + 32, end - trailer_size(trailer))
-        prot = PROT_READ if misc & MISC_MMAP_DATA else PROT_EXEC
+        filename = cstr(buf, pos + mmap_name, end - trailer_size(trailer))
+        prot = PROT_READ if misc & RECORD_MISC_MMAP_DATA else PROT_EXEC
         return ev.MmapEvent(pid, tid, addr, length, pgoff, filename, prot, 0, 0, 0, 0, None,
                             time, cpu, spid, stid, size, misc)
 
     def mmap2(buf, pos: int, end: int, misc: int, size: int, trailer: Trailer) -> ev.MmapEvent:
         pid, tid, addr, length, pgoff, maj, mino, ino, _gen, prot, flags = mmap2_head(buf, pos)
         build_id = None
-        if misc & MISC_MMAP_BUILD_ID:
-            build_id = bytes(buf[pos + 36:pos + 36 + min(buf[pos + 32], 20)])
+        if misc & RECORD_MISC_MMAP_BUILD_ID:
+            at = pos + bid_at
+            build_id = bytes(buf[at:at + min(buf[pos + bid_size], bid_max)])
             maj = mino = ino = 0
         spid, stid, time, cpu = trailer_values(buf, end, trailer)
-        filename = cstr(buf, pos + 64, end - trailer_size(trailer))
+        filename = cstr(buf, pos + mmap2_name, end - trailer_size(trailer))
         return ev.MmapEvent(pid, tid, addr, length, pgoff, filename, prot, flags, maj, mino, ino,
                             build_id, time, cpu, spid, stid, size, misc)
 
     def comm(buf, pos: int, end: int, misc: int, size: int, trailer: Trailer) -> ev.CommEvent:
-        pid, tid = pid_tid(buf, pos)
+        pid, tid = comm_head(buf, pos)
         _spid, _stid, time, cpu = trailer_values(buf, end, trailer)
-        return ev.CommEvent(pid, tid, cstr(buf, pos + 8, end - trailer_size(trailer)), time, cpu,
-                            size, misc)
+        return ev.CommEvent(pid, tid, cstr(buf, pos + comm_name, end - trailer_size(trailer)),
+                            time, cpu, size, misc)
 
     def fork(buf, pos: int, end: int, misc: int, size: int, trailer: Trailer) -> ev.ForkEvent:
-        if end - trailer_size(trailer) < pos + 24:
+        if end - trailer_size(trailer) < pos + task_size:
             raise ValueError("FORK record too short")
         _spid, _stid, time, cpu = trailer_values(buf, end, trailer)
         return ev.ForkEvent(*task(buf, pos), time, cpu, size, misc)
 
     def exit_(buf, pos: int, end: int, misc: int, size: int, trailer: Trailer) -> ev.ExitEvent:
-        if end - trailer_size(trailer) < pos + 24:
+        if end - trailer_size(trailer) < pos + task_size:
             raise ValueError("EXIT record too short")
         _spid, _stid, time, cpu = trailer_values(buf, end, trailer)
         return ev.ExitEvent(*task(buf, pos), time, cpu, size, misc)
@@ -128,16 +143,16 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
 
     def switch(buf, pos: int, end: int, misc: int, size: int, trailer: Trailer,
                cpu_wide: bool) -> ev.SwitchEvent:
-        body_end(pos, end, trailer, 8 if cpu_wide else 0, "SWITCH")
+        body_end(pos, end, trailer, next_prev_size if cpu_wide else 0, "SWITCH")
         spid, stid, time, cpu = trailer_values(buf, end, trailer)
         npid, ntid = next_prev(buf, pos) if cpu_wide else (-1, -1)
-        return ev.SwitchEvent(bool(misc & MISC_SWITCH_OUT), npid, ntid, spid, stid, time, cpu,
-                              cpu_wide, size)
+        return ev.SwitchEvent(bool(misc & RECORD_MISC_SWITCH_OUT), npid, ntid, spid, stid, time,
+                              cpu, cpu_wide, size)
 
     def lost(buf, pos: int, end: int, misc: int, size: int, trailer: Trailer) -> ev.LostEvent:
-        body_end(pos, end, trailer, 16, "LOST")
+        body_end(pos, end, trailer, lost_size, "LOST")
         spid, stid, time, cpu = trailer_values(buf, end, trailer)
-        return ev.LostEvent(*u64x2(buf, pos), spid, stid, time, cpu, size)
+        return ev.LostEvent(*lost_head(buf, pos), spid, stid, time, cpu, size)
 
     arrays: dict[int, Callable] = {}  # n -> unpack_from of n words
 
@@ -214,15 +229,10 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
                 (dyn,) = u64(buf, pos + n)
                 stack = buf[pos:pos + min(dyn, n)]
                 pos += n + 8
-        if st & SAMPLE_WEIGHT:
-            (weight,) = u64(buf, pos)
-            pos += 8
-        if st & SAMPLE_DATA_SRC:
-            (data_src,) = u64(buf, pos)
-            pos += 8
-        if st & SAMPLE_TRANSACTION:
-            (transaction,) = u64(buf, pos)
-            pos += 8
+        tail = plan.tail
+        if tail.size:
+            weight, data_src, transaction = plan.tail_pick(tail.unpack_from(buf, pos) + _ZERO)
+            pos += tail.size
         if pos > end:
             raise ValueError("sample fields run past the end of the record")
         # tuple.__new__ directly: the NamedTuple's generated __new__ is one more Python call
@@ -248,8 +258,7 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
         head = plan.prefix.size
         i_id, i_ip, i_pid, i_tid, i_time, _i_addr, _i_sid, i_cpu, i_period = plan.prefix_index
         pick = itemgetter(i_pid, i_tid, i_time, i_cpu, i_ip, i_id, i_period)
-        tail = 8 * (bool(st & SAMPLE_WEIGHT) + bool(st & SAMPLE_DATA_SRC)
-                    + bool(st & SAMPLE_TRANSACTION))
+        tail = plan.tail.size
         if not st & SAMPLE_CALLCHAIN:
             def flat(buf, pos: int, end: int, misc: int, size: int) -> FusedSample:
                 v = prefix(buf, pos) + _ZERO
@@ -286,11 +295,9 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
         chained = bool(st & SAMPLE_CALLCHAIN)
         regs_size = 8 * plan.nregs_user + 8  # the registers, then the stack's size
         regs_and_size = struct.Struct(f"{e}{plan.nregs_user + 1}Q").unpack_from
-        present = [bool(st & f) for f in (SAMPLE_WEIGHT, SAMPLE_DATA_SRC, SAMPLE_TRANSACTION)]
-        tail_size = 8 * sum(present)
-        tail = struct.Struct(f"{e}{sum(present)}Q").unpack_from
-        # weight, data source, transaction from the tail + _ZERO (absent: index -1, 0)
-        i_tail = itemgetter(*(sum(present[:k]) if present[k] else -1 for k in range(3)))
+        tail_size = plan.tail.size
+        tail = plan.tail.unpack_from
+        i_tail = plan.tail_pick  # weight, data source, transaction from tail + _ZERO
 
         def decode(buf, pos: int, end: int, misc: int, size: int) -> ev.SampleEvent:
             v = prefix(buf, pos) + _ZERO
@@ -335,4 +342,4 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
 
     return SimpleNamespace(sample=sample, mmap=mmap, mmap2=mmap2, comm=comm, fork=fork,
                            exit=exit_, switch=switch, lost=lost, fused=fused, peek_u64=peek_u64,
-                           u64x2=u64x2, u32=u32)
+                           u32=u32)

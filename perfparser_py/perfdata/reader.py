@@ -14,6 +14,23 @@ from construct import ConstructError
 from . import events as ev
 from . import header as h
 from . import records as r
+from .abi import (
+    EVENT_UPDATE__NAME,
+    RECORD_COMPRESSED,
+    RECORD_COMPRESSED2,
+    RECORD_EVENT_UPDATE,
+    RECORD_FINISHED_INIT,
+    RECORD_FINISHED_ROUND,
+    RECORD_HEADER_ATTR,
+    RECORD_HEADER_FEATURE,
+    RECORD_HEADER_TRACING_DATA,
+    RECORD_KSYMBOL,
+    RECORD_LOST,
+    RECORD_LOST_SAMPLES,
+    RECORD_SWITCH,
+    RECORD_SWITCH_CPU_WIDE,
+    RECORD_TIME_CONV,
+)
 from .attr import PerfEventAttr, parse_attr
 from .compressed import ZstdStream, check_feature
 from .errors import DATA_ERROR, HEADER_ERROR, PerfDataError
@@ -23,7 +40,7 @@ from .features import feature_structs, parse_features
 _MALFORMED = (struct.error, ValueError, IndexError, OverflowError, ConstructError)
 _FINISHED_ROUND = ev.FinishedRoundEvent()
 _FINISHED_INIT = ev.FinishedInitEvent()
-_CONSTRUCT_DECODED = frozenset((r.LOST_SAMPLES, r.KSYMBOL, r.TIME_CONV))
+_CONSTRUCT_DECODED = frozenset((RECORD_LOST_SAMPLES, RECORD_KSYMBOL, RECORD_TIME_CONV))
 _TOO_SMALL = "File is too small to hold perf data."
 # Mapped input before the read position minus this is released (Source.release): enough for
 # the events of the rounds still queued, so their stacks are rarely faulted back in (on
@@ -32,7 +49,6 @@ _TOO_SMALL = "File is too small to hold perf data."
 _KEEP_MAPPED = 2 << 20
 _RELEASE_EVERY = 1 << 20
 _F32 = struct.Struct("f")
-_EVENT_UPDATE_NAME = 2  # PERF_EVENT_UPDATE__NAME
 # header + u32 size of the tracing data that follows the record; newer perf pads it to 16
 _TRACING_DATA_SIZE = 12
 
@@ -295,7 +311,7 @@ class PerfReader:
             if len(body) < size - 8:
                 raise _data_error(f"Unexpected end of input inside a record of type {rtype} "
                                   f"(size {size}, got {len(body) + 8} bytes)")
-            if rtype == r.HEADER_TRACING_DATA and size >= _TRACING_DATA_SIZE:
+            if rtype == RECORD_HEADER_TRACING_DATA and size >= _TRACING_DATA_SIZE:
                 (n,) = struct.unpack_from(self._e + "I", body, 0)
                 data = src.read(n)
                 if len(data) < n:
@@ -380,14 +396,14 @@ class PerfReader:
                         yield exit_(buf, body, rend, misc, size, self._trailer)
                     elif rtype == 1:
                         yield mmap(buf, body, rend, misc, size, self._trailer)
-                    elif rtype == r.SWITCH or rtype == r.SWITCH_CPU_WIDE:
+                    elif rtype == RECORD_SWITCH or rtype == RECORD_SWITCH_CPU_WIDE:
                         yield dec.switch(buf, body, rend, misc, size, self._trailer,
-                                         rtype == r.SWITCH_CPU_WIDE)
-                    elif rtype == r.LOST:
+                                         rtype == RECORD_SWITCH_CPU_WIDE)
+                    elif rtype == RECORD_LOST:
                         yield dec.lost(buf, body, rend, misc, size, self._trailer)
-                    elif rtype == r.FINISHED_ROUND:
+                    elif rtype == RECORD_FINISHED_ROUND:
                         yield _FINISHED_ROUND
-                    elif rtype == r.HEADER_TRACING_DATA and size >= _TRACING_DATA_SIZE:
+                    elif rtype == RECORD_HEADER_TRACING_DATA and size >= _TRACING_DATA_SIZE:
                         (n,) = dec.u32(buf, body)
                         if rend + n > end:
                             raise _data_error(f"Tracing data at offset {rend} runs past the end")
@@ -425,9 +441,9 @@ class PerfReader:
     def _cold(self, buf, pos: int, end: int, rtype: int, misc: int, size: int):
         if rtype in _CONSTRUCT_DECODED:
             yield r.decode_record(rtype, misc, size, bytes(buf[pos:end]), None, self._global)
-        elif rtype == r.FINISHED_INIT:
+        elif rtype == RECORD_FINISHED_INIT:
             yield _FINISHED_INIT
-        elif rtype == r.HEADER_ATTR:
+        elif rtype == RECORD_HEADER_ATTR:
             attr = parse_attr(buf[:end], pos, self.big_endian)
             ids = self._u64s(buf[:end], pos + attr.size, (end - pos - attr.size) // 8 * 8)
             if self._global is None:
@@ -437,15 +453,15 @@ class PerfReader:
                 yield ev.AttrEvent(attr, None, ids)
             else:
                 self._held.append([attr, None, ids])
-        elif rtype == r.EVENT_UPDATE:
+        elif rtype == RECORD_EVENT_UPDATE:
             self._event_update(buf, pos, end)
-        elif rtype == r.HEADER_FEATURE and self._held:
+        elif rtype == RECORD_HEADER_FEATURE and self._held:
             self._feature_event_desc(buf, pos, end)
-        elif rtype == r.HEADER_TRACING_DATA:
+        elif rtype == RECORD_HEADER_TRACING_DATA:
             print(f"HEADER_TRACING_DATA record of unexpected size {size} skipped", file=sys.stderr)
-        elif rtype == r.COMPRESSED:
+        elif rtype == RECORD_COMPRESSED:
             yield from self._decompress(buf[pos:end])
-        elif rtype == r.COMPRESSED2:
+        elif rtype == RECORD_COMPRESSED2:
             n = self._dec.peek_u64(buf, pos)
             if pos + 8 + n > end:
                 raise _data_error(f"COMPRESSED2 payload of {n} bytes exceeds its record")
@@ -462,7 +478,7 @@ class PerfReader:
         e.g. `cpu-clock:ppp`); other types (unit, scale, cpus) say nothing we send."""
         if end - pos >= 16 and self._held:
             kind, eid = struct.unpack_from(self._e + "QQ", buf, pos)
-            if kind == _EVENT_UPDATE_NAME:
+            if kind == EVENT_UPDATE__NAME:
                 self._name_held(eid, bytes(buf[pos + 16:end]).split(b"\0", 1)[0])
 
     def _feature_event_desc(self, buf, pos: int, end: int) -> None:

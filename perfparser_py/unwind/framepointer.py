@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-CONTEXT_HV = 2**64 - 32
-CONTEXT_KERNEL = 2**64 - 128
-CONTEXT_USER = 2**64 - 512
-CONTEXT_MAX = 2**64 - 4095  # values above are context markers
+from ..perfdata.abi import CONTEXT_HV, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER
 
 
 def callchain_frames(callchain, ip: int, ip_is_user: bool, branch_stack) -> list[tuple[int, bool]]:

@@ -11,7 +11,9 @@ from perfparser_py.perfdata import PerfEventAttr, generated_name
 from perfparser_py.perfdata.attr import parse_attr
 from perfparser_py.perfdata.events import ProgressEvent
 from perfparser_py.perfdata.fast import make_decoders
-from perfparser_py.perfdata.records import SAMPLE, decode_record
+from perfparser_py.perfdata.abi import RECORD_SAMPLE
+from perfparser_py.perfdata.attr import attr_struct
+from perfparser_py.perfdata.records import decode_record, sample_struct_of
 from tests.perfdata.perfdata_corpus import CORPUS, read_file
 
 
@@ -60,8 +62,15 @@ def test_breakpoint_and_tracepoint_names():
     assert generated_name(_attr(type=2, config=7), "sched:sched_switch") == "sched:sched_switch"
 
 
+def _attr_bytes(big_endian: bool, **fields) -> bytes:
+    """A VER0 attr (64 bytes) built by its declaration."""
+    base = dict(type=1, size=64, config=0, sample_period=0, sample_type=0, read_format=0,
+                flags=0, wakeup_events=0, bp_type=0, config1=0)
+    return attr_struct(big_endian).build({**base, **fields})
+
+
 def test_attr_larger_than_known_is_skipped():
-    attr = parse_attr(struct.pack("<IIQQQQQ", 1, 64, 0, 0, 0, 0, 0) + b"\0" * 16, 0, False)
+    attr = parse_attr(_attr_bytes(False), 0, False)
     assert attr.size == 64 and attr.branch_sample_type == 0
     raw = (CORPUS / "upstream/cpp-inlining/cpp-inlining.perf.data").read_bytes()
     off = struct.unpack_from("<Q", raw, 24)[0]
@@ -69,29 +78,32 @@ def test_attr_larger_than_known_is_skipped():
 
 
 def test_big_endian_flags_are_bit_reversed():
-    le = struct.pack("<IIQQQQQ", 1, 64, 0, 99, 7, 0, (1 << 10) | (1 << 18)) + b"\0" * 16
-    be = struct.pack(">IIQQQQQ", 1, 64, 0, 99, 7, 0, (1 << 53) | (1 << 45)) + b"\0" * 16
+    le = _attr_bytes(False, sample_period=99, sample_type=7, flags=(1 << 10) | (1 << 18))
+    be = _attr_bytes(True, sample_period=99, sample_type=7, flags=(1 << 10) | (1 << 18))
+    # the word on disk: MSB-first bit numbering, so freq (10) is bit 53, sample_id_all bit 45
+    assert struct.unpack_from(">Q", be, 40)[0] == (1 << 53) | (1 << 45)
     a, b = parse_attr(le, 0, False), parse_attr(be, 0, True)
     assert a.freq and a.sample_id_all and b.freq and b.sample_id_all and a.flags == b.flags
 
 
 @pytest.mark.parametrize("big_endian", [False, True])
 def test_sample_read_without_id_group_and_lbr_hw_idx(big_endian):
-    e = ">" if big_endian else "<"
     # IP | TID | READ | CALLCHAIN | BRANCH_STACK | REGS_USER | STACK_USER | WEIGHT
     st = 1 | 2 | 16 | 32 | (1 << 11) | (1 << 12) | (1 << 13) | (1 << 14)
     attr = _attr(sample_type=st, read_format=8 | 1, branch_sample_type=1 << 17,
                  sample_regs_user=0b1011, big_endian=big_endian)
-    body = struct.pack(e + "QII", 0x401000, 10, 11)
-    body += struct.pack(e + "QQQQ", 2, 555, 7, 8)  # group: nr, time_enabled, 2 values, no ids
-    body += struct.pack(e + "QQQ", 2, 0xA, 0xB)  # callchain
-    body += struct.pack(e + "QQ", 1, 42) + struct.pack(e + "QQQ", 1, 2, 3)  # nr, hw_idx, entry
-    body += struct.pack(e + "Q", 2) + struct.pack(e + "QQQ", 1, 2, 3)  # regs abi + 3 regs
-    body += struct.pack(e + "Q", 16) + bytes(range(16)) + struct.pack(e + "Q", 5)  # stack
-    body += struct.pack(e + "Q", 77)  # weight
+    body = sample_struct_of(attr).build(dict(
+        ip=0x401000, pid=10, tid=11,
+        read=dict(nr=2, time_enabled=555, cntr=[dict(value=7), dict(value=8)]),  # no ids
+        callchain=[0xA, 0xB],
+        branch_stack=dict(nr=1, hw_idx=42, entries=[{"from": 1, "to": 2, "flags": 3}]),
+        regs_user=dict(abi=2, regs=[1, 2, 3]),
+        stack_user=dict(size=16, data=bytes(range(16)), dyn_size=5),
+        weight=77))
+    assert len(body) == 8 + 8 + 32 + 24 + 40 + 32 + 32 + 8  # every part there
     size = 8 + len(body)
     fast = make_decoders(big_endian).sample(memoryview(body), 0, len(body), 2, size, attr)
-    slow = decode_record(SAMPLE, 2, size, body, attr, attr)
+    slow = decode_record(RECORD_SAMPLE, 2, size, body, attr, attr)
     assert fast == slow
     assert fast.read_values == ((7, 0), (8, 0))
     assert fast.callchain == (0xA, 0xB)

@@ -8,14 +8,15 @@ import struct
 import pytest
 import zstandard
 
-from perfparser_py.perfdata import PerfReader, records
+from perfparser_py.perfdata import PerfReader, abi, records
 from perfparser_py.perfdata.fast import make_decoders
 from perfparser_py.source import open_source
 from tests.perfdata.perfdata_corpus import corpus_id, good_files
 
-HOT = {records.SAMPLE: "sample", records.MMAP: "mmap", records.MMAP2: "mmap2",
-       records.COMM: "comm", records.FORK: "fork", records.EXIT: "exit",
-       records.SWITCH: "switch", records.SWITCH_CPU_WIDE: "switch", records.LOST: "lost"}
+HOT = {abi.RECORD_SAMPLE: "sample", abi.RECORD_MMAP: "mmap", abi.RECORD_MMAP2: "mmap2",
+       abi.RECORD_COMM: "comm", abi.RECORD_FORK: "fork", abi.RECORD_EXIT: "exit",
+       abi.RECORD_SWITCH: "switch", abi.RECORD_SWITCH_CPU_WIDE: "switch",
+       abi.RECORD_LOST: "lost"}
 
 
 def _inflate_across_frames():
@@ -52,14 +53,14 @@ def raw_records(buf, big_endian: bool):
             rtype, misc, size = struct.unpack_from(e + "IHH", region, pos)
             if pos + size > end:
                 break
-            if rtype == records.COMPRESSED:
+            if rtype == abi.RECORD_COMPRESSED:
                 pending += decompress(bytes(region[pos + 8:pos + size]))
                 regions.insert(0, (memoryview(pending), 0, len(pending)))
                 regions.insert(1, (region, pos + size, end))
                 pending = b""
                 break
             yield region, pos, rtype, misc, size
-            if rtype == records.HEADER_TRACING_DATA:
+            if rtype == abi.RECORD_HEADER_TRACING_DATA:
                 pos += struct.unpack_from(e + "I", region, pos + 8)[0]
             pos += size
         if region is not buf and pos < end:  # a record straddles into the next payload
@@ -82,13 +83,13 @@ def check_fast_equals_construct(path) -> dict[str, int]:
         if name is None:
             continue
         body, end = pos + 8, pos + size
-        if rtype == records.SAMPLE:
+        if rtype == abi.RECORD_SAMPLE:
             attr = reader._sample_attr(region, body, end)
             fast = dec.sample(region, body, end, misc, size, attr)
         elif name == "switch":
             attr = None
             fast = dec.switch(region, body, end, misc, size, reader._trailer,
-                              rtype == records.SWITCH_CPU_WIDE)
+                              rtype == abi.RECORD_SWITCH_CPU_WIDE)
         else:
             attr = None
             fast = getattr(dec, name)(region, body, end, misc, size, reader._trailer)
@@ -106,17 +107,17 @@ def check_fast_equals_construct(path) -> dict[str, int]:
 def test_switch_and_lost_records(tmp_path):
     """SWITCH (in and out), SWITCH_CPU_WIDE (pids past 2^31 too) and LOST, which the corpus
     lacks or has few of, with their sample_id trailers."""
-    from tests.synth import PipeWriter
+    from tests.synth import PipeWriter, body
 
     w = PipeWriter()
     w.comm(7, 7, b"x", 1)
     w.mmap2(7, 0x400000, 0x1000, 0, b"/bin/x", 2)
     w.sample(7, 7, 3, 0x400010)
     for k, (npid, ntid) in enumerate([(8, 9), (0xFFFFFFFF, 0x80000000)]):
-        w.record(records.SWITCH, b"", 7, 7, 10 + k, misc=0x2000 * k)
-        w.record(records.SWITCH_CPU_WIDE, struct.pack("<II", npid, ntid), 7, 7, 20 + k,
-                 misc=0x2000 * k)
-        w.record(records.LOST, struct.pack("<QQ", 5 + k, 1 << 40), 7, 7, 30 + k)
+        w.record(abi.RECORD_SWITCH, b"", 7, 7, 10 + k, misc=0x2000 * k)
+        wide = body(abi.RECORD_SWITCH_CPU_WIDE, next_prev_pid=npid, next_prev_tid=ntid)
+        w.record(abi.RECORD_SWITCH_CPU_WIDE, wide, 7, 7, 20 + k, misc=0x2000 * k)
+        w.record(abi.RECORD_LOST, body(abi.RECORD_LOST, id=5 + k, lost=1 << 40), 7, 7, 30 + k)
     path = tmp_path / "pipe.data"
     path.write_bytes(w.data())
     assert check_fast_equals_construct(path) == {"switch": 4, "lost": 2}

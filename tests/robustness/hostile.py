@@ -18,7 +18,8 @@ from elftools.elf.elffile import ELFFile
 
 from perfparser_py import protocol as P
 from tests.robustness.cli_run import FP, assert_clean, env, parser_cmd
-from tests.synth import REC_HEADER_ATTR, PipeWriter
+from perfparser_py.perfdata.abi import RECORD_HEADER_ATTR
+from tests.synth import PipeWriter
 
 PROG = FP / "hotloop"  # a small real ELF (PIE, with symbols)
 BASE = 0x555555554000
@@ -64,7 +65,7 @@ def file_mode(pipe: bytes, features: dict[int, bytes]) -> bytes:
     """The pipe-mode stream `pipe` (first record: its HEADER_ATTR) as a perf.data file with
     the given feature sections (bit -> section bytes)."""
     rtype, _misc, size = struct.unpack_from("<IHH", pipe, 16)
-    assert rtype == REC_HEADER_ATTR
+    assert rtype == RECORD_HEADER_ATTR
     attr = pipe[24:24 + 64]  # VER0 attr of PipeWriter; its one id follows
     data = pipe[16 + size:]
     attrs_at = 104

@@ -7,7 +7,7 @@ from __future__ import annotations
 import struct
 
 from tests.robustness.hostile import PID, PROG, recording, run
-from tests.synth import REC_SAMPLE
+from perfparser_py.perfdata.abi import RECORD_SAMPLE
 
 TIMEOUT = 30
 
@@ -17,7 +17,7 @@ def _bad_samples(w, count: int, nr: int) -> None:
     whose record holds one."""
     for k in range(count):
         body = struct.pack("<QIIQQQQ", 0x1234, PID, PID, 500 + k, 1000, nr, 0x1234)
-        w._record(REC_SAMPLE, 2, body)
+        w._record(RECORD_SAMPLE, 2, body)
 
 
 def _options() -> list[str]:
@@ -40,7 +40,7 @@ def test_sample_with_a_chain_past_its_record_is_skipped(tmp_path):
 
 def test_lost_framing_still_ends_the_run(tmp_path):
     w, n = recording([], samples_per_map=30, prog=str(PROG).encode())
-    w._record(REC_SAMPLE, 2, b"")
+    w._record(RECORD_SAMPLE, 2, b"")
     w.out[-2:] = struct.pack("<H", 4)  # a record size < 8: where the next one starts is lost
     recording([], samples_per_map=10, prog=str(PROG).encode(), writer=w)
     (tmp_path / "pipe.data").write_bytes(w.data())

@@ -95,10 +95,11 @@ def test_round_ends_behind_waiting_mmaps_cost_no_walk_of_them(tmp_path, between)
     # their time, which never comes); every FINISHED_ROUND sorted and walked all of them,
     # though at most a sample and a task event could go out: 15 000 waiting mmaps and 5 MB of
     # round ends took over a minute, with a sample or a sample and a COMM in between 41 s
-    from tests.synth import IP, PERIOD, TID, TIME, PipeWriter
+    from perfparser_py.perfdata.abi import SAMPLE_IP, SAMPLE_PERIOD, SAMPLE_TID, SAMPLE_TIME
+    from tests.synth import PipeWriter
 
     w, n = recording([], samples_per_map=10, prog=str(PROG).encode(),
-                     writer=PipeWriter(IP | TID | TIME | PERIOD))
+                     writer=PipeWriter(SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_PERIOD))
     for k in range(22000):
         w.mmap2(PID + 1, 0x10000000 + k * 0x10000, 0x1000, 0, b"/x/%d" % k, 10**9 + k)
     ip = BASE + symbol(PROG, "main") - 0x1000

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from perfparser_py.unwind.framepointer import CONTEXT_KERNEL, CONTEXT_USER, callchain_frames
+from perfparser_py.perfdata.abi import CONTEXT_KERNEL, CONTEXT_USER
+from perfparser_py.unwind.framepointer import callchain_frames
 
 K1, K2 = 0xFFFFFFFF81000010, 0xFFFFFFFF81000020
 IP, U2 = 0x401000, 0x402000

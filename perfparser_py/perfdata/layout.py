@@ -1,0 +1,267 @@
+"""The perf.data grammar as data: one field table per layout, in the kernel's order with the
+kernel's names (linux/perf_event.h, perf's tools/lib/perf/include/perf/event.h).
+
+Everything that reads or writes these layouts is generated from the tables, once per byte
+order or per attr, never per record: the construct declarations (`declare`, used by records.py
+and attr.py, and by the tests to build bytes), and the struct formats and offsets of the hand
+decoders (`struct_format`, `offsets`, `unpacker`, used by fast.py and attr.SamplePlan).
+
+A row is (name, code) or (name, code, bit). code is a struct format code ("Q" u64, "I" u32,
+"i" s32, "H" u16, "B" u8, "Ns" N bytes), CSTRING, or (in SAMPLE_VARIABLE) the name of a shape
+records.py declares. bit: the field is there only when the sample_type (read_format, for the
+read tables) has that bit. A row named in RESERVED is skipped on parsing and written as zeros.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+
+from construct import Bytes, Construct, Default, ExprAdapter, GreedyBytes, If, Padding
+
+from .abi import (
+    FORMAT_ID,
+    FORMAT_LOST,
+    FORMAT_TOTAL_TIME_ENABLED,
+    FORMAT_TOTAL_TIME_RUNNING,
+    RECORD_COMM,
+    RECORD_EXIT,
+    RECORD_FORK,
+    RECORD_KSYMBOL,
+    RECORD_LOST,
+    RECORD_LOST_SAMPLES,
+    RECORD_MMAP,
+    RECORD_SWITCH,
+    RECORD_SWITCH_CPU_WIDE,
+    SAMPLE_ADDR,
+    SAMPLE_BRANCH_STACK,
+    SAMPLE_CALLCHAIN,
+    SAMPLE_CPU,
+    SAMPLE_DATA_SRC,
+    SAMPLE_ID,
+    SAMPLE_IDENTIFIER,
+    SAMPLE_IP,
+    SAMPLE_PERIOD,
+    SAMPLE_RAW,
+    SAMPLE_READ,
+    SAMPLE_REGS_USER,
+    SAMPLE_STACK_USER,
+    SAMPLE_STREAM_ID,
+    SAMPLE_TID,
+    SAMPLE_TIME,
+    SAMPLE_TRANSACTION,
+    SAMPLE_WEIGHT,
+)
+
+CSTRING = "cstring"  # a NUL-terminated name, NUL-padded to 8 bytes, up to the end of the body
+RESERVED = frozenset(("res", "__reserved_1", "__reserved_2", "reserved"))
+
+Row = tuple  # (name, code) or (name, code, bit)
+
+# ---------------------------------------------------------------- PERF_RECORD_SAMPLE
+
+# the fixed-size head of a sample, each field there when sample_type has its bit
+SAMPLE_PREFIX: tuple[Row, ...] = (
+    ("identifier", "Q", SAMPLE_IDENTIFIER),
+    ("ip", "Q", SAMPLE_IP),
+    ("pid", "I", SAMPLE_TID),
+    ("tid", "I", SAMPLE_TID),
+    ("time", "Q", SAMPLE_TIME),
+    ("addr", "Q", SAMPLE_ADDR),
+    ("id", "Q", SAMPLE_ID),
+    ("stream_id", "Q", SAMPLE_STREAM_ID),
+    ("cpu", "I", SAMPLE_CPU),
+    ("res", "I", SAMPLE_CPU),
+    ("period", "Q", SAMPLE_PERIOD),
+)
+
+# what follows it; the shapes (second column) are declared in records.py
+SAMPLE_VARIABLE: tuple[Row, ...] = (
+    ("read", "read", SAMPLE_READ),
+    ("callchain", "callchain", SAMPLE_CALLCHAIN),
+    ("raw", "raw", SAMPLE_RAW),
+    ("branch_stack", "branch_stack", SAMPLE_BRANCH_STACK),
+    ("regs_user", "regs_user", SAMPLE_REGS_USER),
+    ("stack_user", "stack_user", SAMPLE_STACK_USER),
+    ("weight", "Q", SAMPLE_WEIGHT),
+    ("data_src", "Q", SAMPLE_DATA_SRC),
+    ("transaction", "Q", SAMPLE_TRANSACTION),
+)
+
+
+def _fixed_tail(rows: tuple[Row, ...]) -> tuple[Row, ...]:
+    """The rows after the last one of variable size."""
+    n = len(rows)
+    while n and _is_fixed(rows[n - 1][1]):
+        n -= 1
+    return rows[n:]
+
+
+def _is_fixed(code: str) -> bool:
+    return code in _SIZED or code[:-1].isdigit() and code[-1] == "s"
+
+
+_SIZED = frozenset("QqIiHhB")
+
+
+# the fixed-size fields at the end of a sample (weight, data source, transaction)
+SAMPLE_TAIL = _fixed_tail(SAMPLE_VARIABLE)
+
+# read_format's layouts (struct read_format): one counter, or a group of them
+READ_ONE: tuple[Row, ...] = (
+    ("value", "Q"),
+    ("time_enabled", "Q", FORMAT_TOTAL_TIME_ENABLED),
+    ("time_running", "Q", FORMAT_TOTAL_TIME_RUNNING),
+    ("id", "Q", FORMAT_ID),
+    ("lost", "Q", FORMAT_LOST),
+)
+READ_GROUP: tuple[Row, ...] = (("nr", "Q"), *READ_ONE[1:3])  # then cntr[nr]
+READ_CNTR: tuple[Row, ...] = (READ_ONE[0], *READ_ONE[3:])
+
+BRANCH_ENTRY: tuple[Row, ...] = (("from", "Q"), ("to", "Q"), ("flags", "Q"))  # perf_branch_entry
+
+# struct sample_id: the trailer of the other records when the attr has sample_id_all
+_BY_NAME = {row[0]: row for row in SAMPLE_PREFIX}
+SAMPLE_ID: tuple[Row, ...] = tuple(_BY_NAME[name] for name in (
+    "pid", "tid", "time", "id", "stream_id", "cpu", "res", "identifier"))
+
+# ---------------------------------------------------------------- the other records' bodies
+# (after the 8-byte header, before the sample_id trailer). pid and tid are read signed: the
+# kernel's are -1 in records of no task.
+
+MMAP: tuple[Row, ...] = (
+    ("pid", "i"), ("tid", "i"), ("addr", "Q"), ("len", "Q"), ("pgoff", "Q"),
+    ("filename", CSTRING),
+)
+# MMAP2's union: the device and inode, or (RECORD_MISC_MMAP_BUILD_ID) the build id
+_MMAP2_TAIL: tuple[Row, ...] = (("prot", "I"), ("flags", "I"), ("filename", CSTRING))
+MMAP2: tuple[Row, ...] = (
+    *MMAP[:5],
+    ("maj", "I"), ("min", "I"), ("ino", "Q"), ("ino_generation", "Q"),
+    *_MMAP2_TAIL,
+)
+MMAP2_BUILD_ID: tuple[Row, ...] = (
+    *MMAP[:5],
+    ("build_id_size", "B"), ("__reserved_1", "B"), ("__reserved_2", "H"), ("build_id", "20s"),
+    *_MMAP2_TAIL,
+)
+COMM: tuple[Row, ...] = (("pid", "i"), ("tid", "i"), ("comm", CSTRING))
+TASK: tuple[Row, ...] = (  # FORK and EXIT
+    ("pid", "i"), ("ppid", "i"), ("tid", "i"), ("ptid", "i"), ("time", "Q"),
+)
+LOST: tuple[Row, ...] = (("id", "Q"), ("lost", "Q"))
+LOST_SAMPLES: tuple[Row, ...] = (("lost", "Q"),)
+SWITCH: tuple[Row, ...] = ()
+SWITCH_CPU_WIDE: tuple[Row, ...] = (("next_prev_pid", "I"), ("next_prev_tid", "I"))
+KSYMBOL: tuple[Row, ...] = (
+    ("addr", "Q"), ("len", "I"), ("ksym_type", "H"), ("flags", "H"), ("name", CSTRING),
+)
+TIME_CONV: tuple[Row, ...] = (("time_shift", "Q"), ("time_mult", "Q"), ("time_zero", "Q"))
+# perf >= 5.10 appends these (cap_user_time_short, for TSCs that wrap)
+TIME_CONV_EXT: tuple[Row, ...] = (
+    ("time_cycles", "Q"), ("time_mask", "Q"), ("cap_user_time_zero", "B"),
+    ("cap_user_time_short", "B"), ("reserved", "6s"),
+)
+
+BODIES: dict[int, tuple[Row, ...]] = {
+    RECORD_MMAP: MMAP, RECORD_COMM: COMM, RECORD_FORK: TASK, RECORD_EXIT: TASK,
+    RECORD_LOST: LOST, RECORD_LOST_SAMPLES: LOST_SAMPLES, RECORD_SWITCH: SWITCH,
+    RECORD_SWITCH_CPU_WIDE: SWITCH_CPU_WIDE, RECORD_KSYMBOL: KSYMBOL,
+}
+
+# ---------------------------------------------------------------- perf_event_attr
+
+# The first ATTR_SIZE_VER0 bytes are in every attr; each later field is there when the attr's
+# size reaches past it. Fields after sample_max_stack are skipped.
+ATTR: tuple[Row, ...] = (
+    ("type", "I"), ("size", "I"), ("config", "Q"),
+    ("sample_period", "Q"),  # = sample_freq when freq
+    ("sample_type", "Q"), ("read_format", "Q"),
+    ("flags", "Q"),  # the bitfield (disabled, inherit, ...)
+    ("wakeup_events", "I"), ("bp_type", "I"),
+    ("config1", "Q"),  # = bp_addr
+    ("config2", "Q"), ("branch_sample_type", "Q"), ("sample_regs_user", "Q"),
+    ("sample_stack_user", "I"), ("clockid", "i"), ("sample_regs_intr", "Q"),
+    ("aux_watermark", "I"), ("sample_max_stack", "H"),
+)
+
+# ---------------------------------------------------------------- generated: struct
+
+
+def present(rows: Iterable[Row], flags: int) -> tuple[Row, ...]:
+    """The rows there for these sample_type (or read_format) bits."""
+    return tuple(row for row in rows if len(row) < 3 or flags & row[2])
+
+
+def struct_format(rows: Iterable[Row]) -> str:
+    """The struct codes of the fixed-size rows before the first variable-size one."""
+    codes = ""
+    for row in rows:
+        if not _is_fixed(row[1]):
+            break
+        codes += row[1]
+    return codes
+
+
+def offsets(rows: Iterable[Row]) -> dict[str, int]:
+    """Each row's byte offset, up to and including the first variable-size one."""
+    where, at = {}, 0
+    for row in rows:
+        where.setdefault(row[0], at)
+        if not _is_fixed(row[1]):
+            break
+        at += struct.calcsize("<" + row[1])
+    return where
+
+
+def unpacker(rows: Iterable[Row], flags: int, endian: str,
+             wanted: tuple[str, ...]) -> tuple[struct.Struct, tuple[int, ...]]:
+    """struct.Struct of the rows present for `flags`, and for each wanted name the index of its
+    value in the unpacked tuple, -1 when absent. "id" falls back to "identifier" (a sample's
+    id is in either)."""
+    rows = present(rows, flags)
+    index = {row[0]: n for n, row in enumerate(rows)}
+    if "id" not in index and "identifier" in index:
+        index["id"] = index["identifier"]
+    return (struct.Struct(endian + struct_format(rows)),
+            tuple(index.get(name, -1) for name in wanted))
+
+
+# ---------------------------------------------------------------- generated: construct
+
+
+def _pad8(name: bytes) -> bytes:
+    name += b"\0"
+    return name + b"\0" * (-len(name) % 8)
+
+
+def cstring(con: Construct = GreedyBytes) -> Construct:
+    """Bytes up to the first NUL; built NUL-padded to 8 bytes, as perf writes names."""
+    return ExprAdapter(con, lambda obj, _: obj.split(b"\0", 1)[0], lambda obj, _: _pad8(obj))
+
+
+def field(code: str, i) -> Construct:
+    """The construct of one struct code (i: ints.ints of the byte order), or of CSTRING."""
+    if code == CSTRING:
+        return cstring()
+    if code.endswith("s"):
+        return Bytes(int(code[:-1]))
+    return {"Q": i.u64, "q": i.s64, "I": i.u32, "i": i.s32, "H": i.u16, "B": i.u8}[code]
+
+
+def declare(rows: Iterable[Row], i, flags: int = 0) -> list[Construct]:
+    """The construct subcons of `rows`: a row with a bit is If(flags has it), None when absent
+    and 0 by default when built; a reserved row is padding."""
+    subcons = []
+    for row in rows:
+        name, code = row[0], row[1]
+        if name in RESERVED:
+            con = Padding(struct.calcsize("<" + code))
+        else:
+            con = field(code, i)
+        if len(row) > 2:
+            con = If(flags & row[2], con)
+            if name not in RESERVED:
+                con = Default(con, 0)
+        subcons.append(con if name in RESERVED else name / con)
+    return subcons
