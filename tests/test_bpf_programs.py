@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from perfparser_py.perfdata.records import time_conv_struct
 from tests.corpus.expect import decode, run_parser
 from tests.synth import PipeWriter
 
@@ -25,8 +26,10 @@ def _other_records(w: PipeWriter) -> None:
     w.record(69, struct.pack("<Q4Q", 1, 1, 0, 0, 100), sample_id=False)  # ID_INDEX
     w.record(73, struct.pack("<QQ16s", 1, 100, b"prog"), sample_id=False)  # THREAD_MAP
     w.record(74, struct.pack("<HHHH", 0, 2, 0, 1), sample_id=False)  # CPU_MAP: cpus 0, 1
-    w.record(79, struct.pack("<QQQQQBB6x", 10, 500, 0, 0, 2**64 - 1, 1, 0),
-             sample_id=False)  # TIME_CONV, with perf >= 5.10's extension
+    conv = time_conv_struct(False).build(dict(  # with perf >= 5.10's extension
+        time_shift=10, time_mult=500, time_zero=0, extension=dict(
+            time_cycles=0, time_mask=2**64 - 1, cap_user_time_zero=1, cap_user_time_short=0)))
+    w.record(79, conv, sample_id=False)  # TIME_CONV
     w.record(82, b"", sample_id=False)  # FINISHED_INIT
     w.record(75, struct.pack("<QQQ", 1, 1, 0), sample_id=False)  # STAT_CONFIG: aggr mode 0
     w.record(76, struct.pack("<QIIQQQ", 1, 0, 0, 42, 1000, 1000), sample_id=False)  # STAT

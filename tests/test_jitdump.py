@@ -12,6 +12,7 @@ import pytest
 
 from perfparser_py.jitdump import tsc_to_perf_time
 from perfparser_py.perfdata.events import TimeConvEvent
+from perfparser_py.perfdata.records import time_conv_struct
 from tests.corpus.expect import decode, run_parser
 from tests.synth import PipeWriter
 
@@ -95,7 +96,9 @@ def test_tsc_timestamps_are_converted_with_time_conv(tmp_path: Path) -> None:
     assert tsc_to_perf_time(100, tc) == 1150  # time_zero + cycles * mult / 2**shift
     d = Dump(flags=1)
     d.load(100, CODE, 16, 1, b"gamma")  # at perf time 1150
-    conv = struct.pack("<QQQQQBB6x", 1, 3, 1000, 0, 0, 1, 0)
+    conv = time_conv_struct(False).build(dict(
+        time_shift=1, time_mult=3, time_zero=1000, extension=dict(
+            time_cycles=0, time_mask=0, cap_user_time_zero=1, cap_user_time_short=0)))
     frames, stderr = _run(tmp_path, bytes(d.out), [(1100, CODE), (1200, CODE)],
                           time_conv=conv)
     assert stderr == b""
