@@ -1,0 +1,117 @@
+"""The layouts declared once (perfdata/layout.py): for any sample_type, the construct
+declaration builds a sample that the hand decoders (their plans generated from the same
+tables) and the declaration itself read back as the values built; the same for the sample_id
+trailer and the attr of every ABI size."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from construct import Struct
+
+from perfparser_py.perfdata import PerfEventAttr, abi, layout
+from perfparser_py.perfdata.attr import attr_struct, parse_attr
+from perfparser_py.perfdata.fast import make_decoders
+from perfparser_py.perfdata.ints import ints
+from perfparser_py.perfdata.records import decode_record, sample_id_struct, sample_struct_of
+
+BITS = [row[2] for row in (*layout.SAMPLE_PREFIX, *layout.SAMPLE_VARIABLE)]
+ALL = sum(set(BITS))
+# read_format: none, one value with everything, a group with ids
+READ_FORMATS = (0, abi.FORMAT_TOTAL_TIME_ENABLED | abi.FORMAT_TOTAL_TIME_RUNNING | abi.FORMAT_ID
+                | abi.FORMAT_LOST, abi.FORMAT_GROUP | abi.FORMAT_ID)
+
+
+def _sample_types() -> list[int]:
+    rng = random.Random(21)
+    return sorted({0, ALL, *set(BITS), *(rng.getrandbits(18) & ALL for _ in range(150))})
+
+
+def _values(sample_type: int, read_format: int) -> dict:
+    """A value for every field, each one different, so a field read from the wrong place
+    shows."""
+    v = {name: 0x1000 + k for k, (name, code, _bit) in enumerate(layout.SAMPLE_PREFIX)
+         if code == "Q" or name in ("pid", "tid", "cpu")}
+    v.update(weight=0x2001, data_src=0x2002, transaction=0x2003)
+    cntr = [dict(value=0x3000 + k, id=0x3100 + k, lost=0) for k in range(2)]
+    if read_format & abi.FORMAT_GROUP:
+        v["read"] = dict(nr=2, time_enabled=5, time_running=4, cntr=cntr)
+    else:
+        v["read"] = dict(cntr[0], time_enabled=5, time_running=4)
+    v["callchain"] = [abi.CONTEXT_USER, 0x401000, 0x402000]
+    v["raw"] = dict(size=4, data=b"\x01\x02\x03\x04")
+    v["branch_stack"] = dict(nr=1, hw_idx=None, entries=[{"from": 7, "to": 8, "flags": 9}])
+    v["regs_user"] = dict(abi=2, regs=[11, 12])
+    v["stack_user"] = dict(size=8, data=bytes(range(8)), dyn_size=6)
+    return {k: val for k, val in v.items() if sample_type & _bit(k)}
+
+
+def _bit(name: str) -> int:
+    return next(row[2] for row in (*layout.SAMPLE_PREFIX, *layout.SAMPLE_VARIABLE)
+                if row[0] == name)
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+@pytest.mark.parametrize("read_format", READ_FORMATS)
+def test_every_sample_type_decodes_to_the_values_built(big_endian, read_format):
+    dec = make_decoders(big_endian)
+    for st in _sample_types():
+        attr = PerfEventAttr(type=1, size=112, config=0, sample_period=1, sample_type=st,
+                             read_format=read_format, flags=0, sample_regs_user=0b11,
+                             big_endian=big_endian)
+        built = _values(st, read_format)
+        body = sample_struct_of(attr).build(built)
+        size = 8 + len(body)
+        fast = dec.sample(memoryview(body), 0, len(body), 2, size, attr)
+        assert fast == decode_record(abi.RECORD_SAMPLE, 2, size, body, attr, attr), hex(st)
+        for name in ("ip", "pid", "tid", "time", "addr", "stream_id", "cpu", "period",
+                     "weight", "data_src", "transaction"):
+            assert getattr(fast, name) == built.get(name, 0), (hex(st), name)
+        assert fast.id == built.get("id", built.get("identifier", 0)), hex(st)
+        assert fast.callchain == tuple(built.get("callchain", ())), hex(st)
+        fused = dec.fused(attr)
+        if fused is not None:  # the frame-pointer and DWARF decoders read the same values
+            got = fused(memoryview(body), 0, len(body), 2, size)
+            if type(got) is type(fast):
+                assert got == fast, hex(st)
+            else:
+                assert tuple(got) == (fast.pid, fast.tid, fast.time, fast.cpu, fast.ip, fast.id,
+                                      fast.period, fast.callchain, 2, size), hex(st)
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+def test_sample_id_trailer_is_read_where_the_declaration_writes_it(big_endian):
+    dec = make_decoders(big_endian)
+    for st in _sample_types():
+        attr = PerfEventAttr(type=1, size=112, config=0, sample_period=1, sample_type=st,
+                             read_format=0, flags=abi.FLAG_SAMPLE_ID_ALL, big_endian=big_endian)
+        trailer = sample_id_struct(st, big_endian).build(dict(
+            pid=0x51, tid=0x52, time=0x53, id=0x54, stream_id=0x55, cpu=0x56, identifier=0x54))
+        assert len(trailer) == attr.plan.trailer.size
+        comm = Struct(*layout.declare(layout.COMM, ints(big_endian)))
+        body = comm.build(dict(pid=3, tid=4, comm=b"name")) + trailer
+        size = 8 + len(body)
+        fast = dec.comm(memoryview(body), 0, len(body), 0, size, (attr.plan.trailer,
+                                                                  attr.plan.trailer_index))
+        assert fast == decode_record(abi.RECORD_COMM, 0, size, body, None, attr)
+        assert (fast.time, fast.cpu) == (0x53 if st & abi.SAMPLE_TIME else 0,
+                                          0x56 if st & abi.SAMPLE_CPU else 0)
+        assert fast.comm == b"name"
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+@pytest.mark.parametrize("size", [64, 72, 80, 96, 104, 112, 120, 136])
+def test_attr_of_every_abi_size_round_trips(big_endian, size):
+    """Each field after the first 64 bytes is read when the attr's size reaches past it, and
+    0 when it does not; bytes past what we know are skipped."""
+    values = {name: 1 + k for k, (name, _code) in enumerate(layout.ATTR)}
+    values.update(size=size, flags=abi.FLAG_FREQ | abi.FLAG_SAMPLE_ID_ALL)
+    data = attr_struct(big_endian).build(values)
+    assert len(data) == size
+    attr = parse_attr(data + b"\xff" * 8, 0, big_endian)
+    at = layout.offsets(layout.ATTR)
+    for name, code in layout.ATTR:
+        fits = at[name] + {"Q": 8, "I": 4, "i": 4, "H": 2}[code] <= size
+        assert getattr(attr, name) == (values[name] if fits else 0), name
+    assert attr.freq and attr.sample_id_all
