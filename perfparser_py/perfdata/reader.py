@@ -377,7 +377,9 @@ class PerfReader:
                         raise _data_error(f"Record of type {rtype} at offset {pos} (size {size}) "
                                           f"runs past the end of the data at {end}")
                     body = pos + 8
-                    if rtype == 9:
+                    # the hottest types as literals (abi.RECORD_*), which the compiled loop
+                    # compares as C constants; test_layout checks they are abi's numbers
+                    if rtype == 9:  # RECORD_SAMPLE
                         attr = self._sample_attr(buf, body, rend)
                         decode = None if fused is None else fused.get(id(attr), False)
                         if decode is False:
@@ -386,15 +388,15 @@ class PerfReader:
                             yield decode(buf, body, rend, misc, size)
                         else:
                             yield sample(buf, body, rend, misc, size, attr)
-                    elif rtype == 10:
+                    elif rtype == 10:  # RECORD_MMAP2
                         yield mmap2(buf, body, rend, misc, size, self._trailer)
-                    elif rtype == 3:
+                    elif rtype == 3:  # RECORD_COMM
                         yield comm(buf, body, rend, misc, size, self._trailer)
-                    elif rtype == 7:
+                    elif rtype == 7:  # RECORD_FORK
                         yield fork(buf, body, rend, misc, size, self._trailer)
-                    elif rtype == 4:
+                    elif rtype == 4:  # RECORD_EXIT
                         yield exit_(buf, body, rend, misc, size, self._trailer)
-                    elif rtype == 1:
+                    elif rtype == 1:  # RECORD_MMAP
                         yield mmap(buf, body, rend, misc, size, self._trailer)
                     elif rtype == RECORD_SWITCH or rtype == RECORD_SWITCH_CPU_WIDE:
                         yield dec.switch(buf, body, rend, misc, size, self._trailer,

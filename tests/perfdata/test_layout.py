@@ -6,11 +6,13 @@ trailer and the attr of every ABI size."""
 from __future__ import annotations
 
 import random
+import re
+from pathlib import Path
 
 import pytest
 from construct import Struct
 
-from perfparser_py.perfdata import PerfEventAttr, abi, layout
+from perfparser_py.perfdata import PerfEventAttr, abi, layout, reader
 from perfparser_py.perfdata.attr import attr_struct, parse_attr
 from perfparser_py.perfdata.fast import make_decoders
 from perfparser_py.perfdata.ints import ints
@@ -115,3 +117,13 @@ def test_attr_of_every_abi_size_round_trips(big_endian, size):
         fits = at[name] + {"Q": 8, "I": 4, "i": 4, "H": 2}[code] <= size
         assert getattr(attr, name) == (values[name] if fits else 0), name
     assert attr.freq and attr.sample_id_all
+
+
+def test_reader_literals_are_abis_record_numbers():
+    """The reader's loop writes its hottest record types as numbers, each commented with its
+    abi name: the number must be that name's."""
+    source = (Path(reader.__file__).parent / "reader.py").read_text()  # .py beside the .so
+    pairs = re.findall(r"rtype == (\d+):  # (RECORD_\w+)", source)
+    assert len(pairs) == 6
+    for number, name in pairs:
+        assert int(number) == getattr(abi, name), name
