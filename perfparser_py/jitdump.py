@@ -25,12 +25,12 @@ import struct
 import sys
 
 from .perfdata import events as ev
+from .perfdata.abi import FLAG_USE_CLOCKID
 
 MAGIC = 0x4A695444  # "JiTD" as the writer's u32
 CODE_LOAD, CODE_MOVE, CODE_DEBUG_INFO = 0, 1, 2
 FLAG_ARCH_TIMESTAMP = 1
 CLOCK_MONOTONIC = 1
-USE_CLOCKID = 1 << 25  # perf_event_attr flag bit
 _HEADER = struct.Struct("IIIIIIQQ")  # magic, version, total_size, elf_mach, pad, pid, time, flags
 _PREFIX = struct.Struct("IIQ")  # id, total_size, timestamp
 _LOAD = struct.Struct("IIQQQQ")  # pid, tid, vma, code_addr, code_size, code_index
@@ -57,7 +57,7 @@ class JitDumps:
         self._read: set[tuple[int, bytes]] = set()
 
     def attr(self, attr) -> None:
-        if not (attr.flags & USE_CLOCKID and attr.clockid == CLOCK_MONOTONIC):
+        if not (attr.flags & FLAG_USE_CLOCKID and attr.clockid == CLOCK_MONOTONIC):
             self._monotonic = False
 
     def time_conv(self, e: ev.TimeConvEvent) -> None:
