@@ -51,13 +51,15 @@ def test_run_imports_none_of_them(monkeypatch):
     assert done.stdout.split(None, 1) == ["0", "[]\n"]
 
 
-ON_USE = ("perfparser_py.unwind.dwarf", "perfparser_py.elf.cfi", "perfparser_py.tracepoints",
-          "perfparser_py.perfdata.tracing", "typing")
+UNWINDER = ["perfparser_py.elf.cfi", "perfparser_py.unwind.arches", "perfparser_py.unwind.dwarf",
+            "perfparser_py.unwind.expression", "perfparser_py.unwind.memory",
+            "perfparser_py.unwind.rules"]
+ON_USE = (*UNWINDER, "perfparser_py.tracepoints", "perfparser_py.perfdata.tracing", "typing")
 
 
 @pytest.mark.parametrize(("case", "imported"), [
     ("fp", []),
-    ("dwarf", ["perfparser_py.elf.cfi", "perfparser_py.unwind.dwarf"]),
+    ("dwarf", UNWINDER),
 ])
 def test_unwinder_and_tracepoints_on_use(monkeypatch, case, imported):
     monkeypatch.setenv("PERFPARSER_PY_SPLIT", "0")

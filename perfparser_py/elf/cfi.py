@@ -41,8 +41,8 @@ class Row:
         self.signal = signal
         self.lo = lo
         self.hi = hi
-        # the unwinder's form of the row (unwind.dwarf._compile), made once: a real program's
-        # samples hit several addresses of a row (cc1plus: 5 per row)
+        # the unwinder's form of the row (unwind.rules.compile_step), made once: a real
+        # program's samples hit several addresses of a row (cc1plus: 5 per row)
         self.compiled: tuple | None = None
 
     def __repr__(self) -> str:

@@ -1,49 +1,31 @@
 # C types of dwarf.py when compiled (setup.py); the .py stays the source of truth. The walk's
 # registers, addresses and stack words are unsigned 64-bit C integers: a word's arithmetic
 # wraps as `& mask` does for 64-bit words, and the narrower masks are applied explicitly. The
-# dict path (_dict_step, _fallback, _eval) keeps Python ints.
+# dict path (_dict_step) keeps Python ints.
 
 cimport cython
 
+from perfparser_py.unwind.arches cimport Arch
+from perfparser_py.unwind.expression cimport evaluate
 from perfparser_py.unwind.history cimport History
+from perfparser_py.unwind.memory cimport Memory
+from perfparser_py.unwind.rules cimport Step, step_at
 
 cdef int NREG, _SEEN_C
-cdef object _MAX_OFFSET
 
 
-cdef class _Arch:
-    cdef public object t, zero, slots
-    cdef public int word, ip, sp
-    cdef public unsigned long long mask
-    cdef public bint is_x86, arm
-    cdef public _Walker walker
-
-
-cdef class Step:
-    cdef public object cfa_reg, cfa_arg, rules, ra
-    cdef public bint signal, end, ra_in_register, block
-    cdef public int c_reg, nsaved, ra_i
-    cdef public long long c_off, first, span
-    cdef tuple saved, args
-
-
-cdef class _Walker:
-    cdef int word, ip, sp
-    cdef Py_ssize_t nseen, guessed
-    cdef unsigned long long mask, lo, avail, klo, khi, nlo, nhi, value
-    cdef bint arm, is_x86, kernel
-    cdef object zero, extra, more, module_at
-    cdef _Arch a
+cdef class _Walker(Memory):
+    cdef int ip, sp
+    cdef Py_ssize_t nseen
+    cdef bint thumb, cfa_above_sp
+    cdef object zero, extra, more
+    cdef Arch a
     cdef unsigned long long[:] regs, tv, seen_pc, seen_cfa
     cdef unsigned char[:] valid, tok, seen_has
-    cdef const unsigned char[:] stack
-    cdef History history
-    cdef list frames
 
     @cython.locals(nregs=Py_ssize_t, keys=tuple, index=tuple, sp_index=Py_ssize_t,
                    ip_index=Py_ssize_t, mask="unsigned long long", r=int, j=Py_ssize_t,
-                   v="unsigned long long", n=Py_ssize_t, lo="unsigned long long",
-                   room="unsigned long long", limit=Py_ssize_t, frames=list, ip=int,
+                   v="unsigned long long", limit=Py_ssize_t, frames=list, ip=int,
                    sp_reg=int, exact=bint, pc="unsigned long long", adj="unsigned long long",
                    has_sp=bint, sp="unsigned long long", moved=bint, tried=bint, signal=bint,
                    st=Step, cfa="unsigned long long", has_cfa=bint, guessed=Py_ssize_t,
@@ -63,13 +45,6 @@ cdef class _Walker:
     @cython.locals(n=Py_ssize_t, i=Py_ssize_t, seen_pc="unsigned long long[:]",
                    seen_cfa="unsigned long long[:]", seen_has="unsigned char[:]")
     cdef bint _seen(self, unsigned long long pc, bint has, unsigned long long cfa)
-    @cython.locals(v="unsigned long long", b="unsigned long long", k=int,
-                   stack="const unsigned char[:]")
-    cdef unsigned long long _load(self, Py_ssize_t pos)
-    @cython.locals(v="unsigned long long", lo="unsigned long long", mod=tuple)
-    cdef bint _read(self, unsigned long long addr)
-    cdef _no_module_around(self, unsigned long long addr)
-    cpdef object read_word(self, object addr)
     @cython.locals(r=int)
     cdef _clear(self)
     @cython.locals(r=int)
@@ -78,12 +53,3 @@ cdef class _Walker:
     cdef _from_dict(self, dict new)
     @cython.locals(mask=object, lo=object, new=dict)
     cpdef object _dict_step(self, dict regs, Step st)
-    cpdef object _fallback(self, dict regs)
-    @cython.locals(mask=object)
-    cpdef object _eval(self, object expr, dict regs, object push)
-
-
-cpdef object _lookup(object module_at, object adj, object word)
-
-@cython.locals(st=Step, rules=tuple, saves=list)
-cpdef Step _compile(object row, object word)

@@ -14,7 +14,7 @@ _FIRST_BITS = 10
 class History:
     """Stack address -> the word an earlier sample of the process had there.
 
-    DWARF unwinding (unwind.dwarf) writes every stack word it reads from a sample here, ~50
+    DWARF unwinding (unwind.memory) writes every stack word it reads from a sample here, ~50
     per sample, and reads one back for a word outside its stack copy (real programs' stacks
     are deeper than the copy: most of their frames read here). So both are O(1) and in C when
     compiled (history.pxd): an open-addressing table of 64-bit keys and values, linear

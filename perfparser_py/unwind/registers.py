@@ -2,7 +2,8 @@
 
 A `RegTable` maps perf's user-register numbering (the order of `sample_regs_user` bits) to
 DWARF register numbers and names the stack pointer, instruction pointer, return-address
-column and word size of one architecture/ABI.
+column and word size of one architecture/ABI, and what its calls do to them (the walk's
+code of its own per architecture is in unwind.arches).
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ class RegTable:
     ra_dwarf: int  # return-address column CIEs of this arch normally use
     word: int  # bytes per stack word
     zero_dwarf: tuple[int, ...] = ()  # DWARF registers preset to 0
+    # a call pushes the return address: a caller's CFA is above its callee's stack pointer,
+    # unless the frame says otherwise (a signal frame, a return address kept in a register)
+    cfa_above_sp: bool = False
+    thumb: bool = False  # bit 0 of a return address selects Thumb code, not part of the address
 
 
-X86 = RegTable("x86", (0, 2, 3, 1, 7, 6, 4, 5, 8), 7, 8, 4, 8, 8, 4)
+X86 = RegTable("x86", (0, 2, 3, 1, 7, 6, 4, 5, 8), 7, 8, 4, 8, 8, 4, cfa_above_sp=True)
 X86_64 = RegTable("x86_64", (0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 8),
-                  7, 8, 7, 16, 16, 8)
-ARM = RegTable("arm", tuple(range(16)), 13, 15, 13, 15, 14, 4)
+                  7, 8, 7, 16, 16, 8, cfa_above_sp=True)
+ARM = RegTable("arm", tuple(range(16)), 13, 15, 13, 15, 14, 4, thumb=True)
 AARCH64 = RegTable("aarch64", tuple(range(33)), 31, 32, 31, 32, 30, 8, tuple(range(72, 80)))
 
 

@@ -1,0 +1,29 @@
+# C types of memory.py when compiled (setup.py); the .py stays the source of truth. Addresses
+# and words are unsigned 64-bit C integers.
+
+cimport cython
+
+from perfparser_py.unwind.history cimport History
+
+
+cdef class Memory:
+    cdef int word
+    cdef unsigned long long mask
+    cdef unsigned long long lo, avail, klo, khi, nlo, nhi, value
+    cdef bint kernel
+    cdef Py_ssize_t guessed
+    cdef object module_at
+    cdef const unsigned char[:] stack
+    cdef History history
+    cdef list frames
+
+    @cython.locals(n=Py_ssize_t, lo="unsigned long long", room="unsigned long long")
+    cdef begin(self, object stack, bint has_sp, unsigned long long sp, object module_at,
+               History history, object kernel_range, list frames)
+    @cython.locals(v="unsigned long long", b="unsigned long long", k=int,
+                   stack="const unsigned char[:]")
+    cdef unsigned long long _load(self, Py_ssize_t pos)
+    @cython.locals(v="unsigned long long", lo="unsigned long long", mod=tuple)
+    cdef bint _read(self, unsigned long long addr)
+    cdef _no_module_around(self, unsigned long long addr)
+    cpdef object read_word(self, object addr)

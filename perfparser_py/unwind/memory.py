@@ -1,0 +1,111 @@
+"""A sample's memory as the DWARF walk reads it (SEMANTICS §11.3): its user stack copy, the
+files of the modules its address space maps, and the words earlier samples of the process
+had on their stacks (the history)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .history import History
+
+ModuleAt = Callable[[int], "tuple[object, int, object] | None"]
+
+
+class Memory:
+    """Reads the words of one walk, reused walk after walk (`begin`): the stack copy
+    (`stack`, from address `lo`, `avail` bytes of it readable), the modules (`module_at`),
+    the history, the frames so far and the frame index of the first word taken from the
+    history (`guessed`, -1 for none). Addresses and words are of `word` bytes, `mask` the
+    highest address."""
+
+    __slots__ = ("word", "mask", "stack", "lo", "avail", "module_at", "history", "kernel",
+                 "klo", "khi", "nlo", "nhi", "frames", "guessed", "value")
+
+    def __init__(self, word: int) -> None:
+        self.word = word
+        self.mask = (1 << (8 * word)) - 1
+        self.module_at = self.history = self.frames = None
+        self.stack = b""
+        self.lo = self.avail = self.klo = self.khi = self.value = self.nhi = 0
+        self.nlo = 1
+        self.kernel = False
+        self.guessed = -1
+
+    def begin(self, stack: memoryview, has_sp: bool, sp: int, module_at: ModuleAt,
+              history: History, kernel_range: tuple[int, int], frames: list[int]) -> None:
+        """A new walk's memory: stack copy `stack` read at the sample's stack pointer `sp`
+        (if it `has_sp`), the address space's `module_at` and `history`, and `kernel_range`
+        (start, end) the kernel's addresses, which hold no user words (end 0: none)."""
+        self.stack = stack
+        n = len(stack)
+        if has_sp:
+            lo = sp
+            # words past the address space's end are unreadable: mask - lo + 1 bytes are left
+            room = self.mask - lo
+            self.lo = lo
+            self.avail = n if n == 0 or n - 1 <= room else room + 1
+        else:
+            self.lo, self.avail = 1, 0
+        self.module_at, self.history = module_at, history
+        klo, khi = kernel_range
+        self.kernel = klo < khi
+        if self.kernel:
+            self.klo, self.khi = klo, khi - 1  # khi inclusive: the range may end at 2**64
+        self.guessed = -1
+        self.nlo, self.nhi = 1, 0  # no span known without modules yet (_no_module_around)
+        self.frames = frames
+
+    def _load(self, pos: int) -> int:
+        """The little-endian word at byte `pos` of the stack copy."""
+        stack = self.stack
+        v = 0
+        for k in range(self.word):
+            b = stack[pos + k]
+            v |= b << (8 * k)
+        return v
+
+    def _read(self, addr: int) -> bool:
+        """Whether the word at `addr` (within the address space) can be read, in SEMANTICS
+        §11.3's order; if so it is in `value`."""
+        if addr > self.mask - self.word + 1:
+            return False
+        lo = self.lo
+        if addr >= lo and self.avail >= self.word and addr - lo <= self.avail - self.word:
+            v = self._load(addr - lo)
+            self.history.put(addr, v)
+            self.value = v
+            return True
+        if self.kernel and self.klo <= addr <= self.khi:
+            return False
+        if not self.nlo <= addr <= self.nhi:
+            mod = self.module_at(addr)
+            if mod is not None:
+                data = mod[0].read(addr - mod[1], self.word)
+                if data is None or len(data) != self.word:
+                    return False
+                self.value = int.from_bytes(data, "little")
+                return True
+            self._no_module_around(addr)
+        if self.history.find(addr):
+            if self.guessed < 0:
+                self.guessed = len(self.frames)
+            self.value = self.history.found
+            return True
+        return False
+
+    def _no_module_around(self, addr: int) -> None:
+        """Remember where, around `addr`, module_at answers None as it did for `addr`, if it
+        can say (unwind.process.ModuleLookup.no_image_span): the stack words a walk reads outside
+        its copy lie in one such span, the rest of the [stack] mapping."""
+        spans = getattr(self.module_at, "no_image_span", None)
+        if spans is not None:
+            span = spans(addr)
+            if span is not None:
+                self.nlo, self.nhi = span[0], span[1] - 1  # inclusive: a span may end at 2**64
+
+    def read_word(self, addr: int) -> int | None:
+        """The word at `addr` as the dict path reads it (`_read`), None where it cannot be
+        read."""
+        if addr < 0 or addr > self.mask - self.word + 1:
+            return None
+        return self.value if self._read(addr) else None

@@ -1,0 +1,20 @@
+# C types of rules.py when compiled (setup.py); the .py stays the source of truth.
+
+cimport cython
+
+# NREG stays a Python int here: unwind.dwarf imports it (into its C int)
+cdef object _MAX_OFFSET
+
+
+cdef class Step:
+    cdef public object cfa_reg, cfa_arg, rules, ra
+    cdef public bint signal, end, ra_in_register, block
+    cdef public int c_reg, nsaved, ra_i
+    cdef public long long c_off, first, span
+    cdef tuple saved, args
+
+
+cpdef object step_at(object module_at, object adj, object word)
+
+@cython.locals(st=Step, rules=tuple, saves=list)
+cpdef Step compile_step(object row, object word)

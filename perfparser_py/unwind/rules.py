@@ -1,0 +1,96 @@
+"""A CFI row compiled into the `Step` the DWARF walk evaluates (SEMANTICS §11.3).
+
+`step_at()` finds the row covering a lookup address in the CFI of the module there and
+compiles it once per row (`compile_step`): the common row - a register-based CFA and every
+register saved at an offset from it - gets the C form the walk evaluates in C arrays
+(unwind.dwarf's `_block_step`, `_offsets_step`); every row keeps its rules for the dict path
+(`_dict_step`).
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from ..elf.cfi import CFA_REG, EXPR, OFFSET, REGISTER, UNDEF, VAL_EXPR
+
+# DWARF registers the walk holds in C arrays: every architecture's sample registers and
+# aarch64's zero ones are below it. A rule for a higher one takes the dict path.
+NREG = 128
+# Offsets a Step holds as C integers; a larger one (hostile CFI) takes the dict path, whose
+# Python ints have no bound.
+_MAX_OFFSET = 1 << 62
+
+
+def step_at(module_at, adj: int, word: int) -> Step | None:
+    """The compiled CFI step for lookup address `adj`, None where no CFI covers it;
+    `module_at` as unwind.dwarf.unwind()'s."""
+    mod = module_at(adj)
+    if mod is None or mod[2] is None:
+        return None
+    row = mod[2].row(adj - mod[1])
+    if row is None:
+        return None
+    compiled = row.compiled
+    if compiled is None or compiled[0] != word:
+        compiled = row.compiled = (word, compile_step(row, word))
+    return compiled[1]
+
+
+class Step:
+    """A CFI row as the walk evaluates it (`compile_step`).
+
+    For the dict path: `cfa_reg` (-1 for a CFA expression) and `cfa_arg` (its offset or
+    expression), `rules` as (register, kind, argument) in row order, `ra` the return address
+    register. For the C path: `c_reg`/`c_off`, the CFA register and offset, when both fit
+    (`c_reg` -1 otherwise); `block` when every rule saves a register below NREG at its own
+    offset from the CFA, at least a word apart and within 64 KiB, the return address among
+    them: then `saved` and `args` hold the registers and offsets by ascending offset
+    (`nsaved` of them, the return address at `ra_i`), and `first`/`span` the bytes from the
+    lowest one to the end of the highest. `end`: the row marks the outermost frame (return
+    address undefined, no rule before it reads memory) once the CFA is computable.
+    `ra_in_register`: the return address comes from a register (DW_CFA_register), not from
+    the stack: the one x86 frame whose CFA may equal its SP, as no call pushed a return
+    address below it (glibc's vfork pops it into %rdi around the syscall)."""
+
+    __slots__ = ("cfa_reg", "cfa_arg", "rules", "ra", "signal", "end", "ra_in_register",
+                 "block", "c_reg", "c_off", "nsaved", "ra_i", "first", "span", "saved", "args")
+
+
+def compile_step(row, word: int) -> Step:
+    """The Step of CFI row `row` (elf.cfi.Row) for stack words of `word` bytes."""
+    st = Step()
+    rule = row.cfa
+    st.cfa_reg, st.cfa_arg = (rule[1], rule[2]) if rule[0] == CFA_REG else (-1, rule[1])
+    st.rules = rules = tuple([(reg, kind, arg) for reg, (kind, arg) in row.regs.items()])
+    st.ra = ra = row.ra
+    st.signal = bool(row.signal)
+    fits = 0 <= st.cfa_reg < NREG and -_MAX_OFFSET < st.cfa_arg < _MAX_OFFSET
+    st.c_reg = st.cfa_reg if fits else -1
+    st.c_off = st.cfa_arg if fits else 0
+    saves = sorted([(arg, reg) for reg, kind, arg in rules if kind == OFFSET])
+    st.block = bool(fits and saves and len(saves) == len(rules) and ra in row.regs
+                    and all([b[0] - a[0] >= word for a, b in pairwise(saves)])
+                    and saves[-1][0] - saves[0][0] < 1 << 16  # span: a C integer
+                    and all([0 <= reg < NREG and -_MAX_OFFSET < arg < _MAX_OFFSET
+                             for arg, reg in saves]))
+    if st.block:
+        # tuples: a program has up to ~10^5 rows, and a typed memoryview costs ~0.4 KB each
+        st.saved = tuple([reg for _arg, reg in saves])
+        st.args = tuple([arg for arg, _reg in saves])
+        st.nsaved = len(saves)
+        st.ra_i = st.saved.index(ra)
+        st.first = saves[0][0]
+        st.span = saves[-1][0] + word - saves[0][0]
+    else:
+        st.saved = st.args = ()
+        st.nsaved = st.ra_i = st.first = st.span = 0
+    st.end = False
+    if st.cfa_reg >= 0:
+        for reg, kind, _arg in rules:
+            if kind == UNDEF and reg == ra:
+                st.end = True
+                break
+            if kind in (OFFSET, EXPR, VAL_EXPR):
+                break
+    st.ra_in_register = any([reg == ra and kind == REGISTER for reg, kind, _arg in rules])
+    return st
