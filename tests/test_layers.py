@@ -1,7 +1,7 @@
 """The import layers (issue 21 item 5): no import cycle between the package's modules, and each
 stage imports only its own stage and the stages before it.
 
-STAGES is the one statement of the layering (CONTRIBUTING.md's layout section points here).
+STAGES is the one statement of the layering (README.md's layout section points here).
 Data flows source -> grammar -> ordering -> session -> unwind -> symbolize -> emit -> protocol;
 imports follow who calls whom, so the writer (protocol) and the id-giver (emit) come before
 the symbolizer that calls them, and the wiring (pipeline, parallel, run) comes after every
