@@ -17,10 +17,10 @@ from .protocol import (
     Variant,
     read_stream,
 )
+from .perfdata.abi import TYPE_TRACEPOINT
 from .stream_state import StreamState
 
 _NO_FORMAT = TracePointFormat(-1, -1, -1, 0, -1)
-TRACEPOINT_ATTR_TYPE = 2
 
 # Older demanglers' spellings that upstream's test rewrites before comparing (TEXTDUMP §6).
 UPSTREAM_TEST_REWRITES = (
@@ -65,7 +65,7 @@ def render(state: StreamState) -> str:
         for aid, value in smp.values:
             a = state.attribute(aid)
             put(f"\t{s(a.name)}: ")
-            if a.attr_type == TRACEPOINT_ATTR_TYPE:
+            if a.attr_type == TYPE_TRACEPOINT:
                 f = state.formats.get(a.config, _NO_FORMAT)
                 put(f"{s(f.system)} {s(f.name)} {f.flags:x}\n")
                 if isinstance(smp, TracePointSample):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfparser_py.perfdata import PerfDataError, PerfReader
+from perfparser_py.perfdata.errors import PerfDataError
+from perfparser_py.perfdata.reader import PerfReader
 from perfparser_py.source import open_source
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from perfparser_py.perfdata import PerfEventAttr, generated_name
+from perfparser_py.perfdata.attr import PerfEventAttr, generated_name
 from perfparser_py.perfdata.attr import parse_attr
 from perfparser_py.perfdata.events import ProgressEvent
 from perfparser_py.perfdata.fast import make_decoders

@@ -9,7 +9,8 @@ import tomllib
 
 import pytest
 
-from perfparser_py.perfdata import PerfDataError, SampleEvent
+from perfparser_py.perfdata.errors import PerfDataError
+from perfparser_py.perfdata.events import SampleEvent
 from perfparser_py.perfdata.reader import PerfReader
 from perfparser_py.source import StreamSource, open_source
 from tests.perfdata.perfdata_corpus import CORPUS, read_until_error

@@ -8,18 +8,8 @@ import struct
 
 import pytest
 
-from perfparser_py.perfdata import (
-    AttrEvent,
-    CommEvent,
-    ExitEvent,
-    ForkEvent,
-    LostEvent,
-    LostSamplesEvent,
-    MmapEvent,
-    PerfReader,
-    SampleEvent,
-    SwitchEvent,
-)
+from perfparser_py.perfdata.events import AttrEvent, CommEvent, ExitEvent, ForkEvent, LostEvent, LostSamplesEvent, MmapEvent, SampleEvent, SwitchEvent
+from perfparser_py.perfdata.reader import PerfReader
 from perfparser_py.perfdata.attr import reverse_bits64
 from perfparser_py.source import open_source
 from tests.perfdata.perfdata_corpus import CORPUS, read_all

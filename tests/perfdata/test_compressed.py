@@ -8,7 +8,8 @@ import struct
 import pytest
 import zstandard
 
-from perfparser_py.perfdata import PerfDataError, SampleEvent
+from perfparser_py.perfdata.errors import PerfDataError
+from perfparser_py.perfdata.events import SampleEvent
 from perfparser_py.perfdata.compressed import check_feature
 from tests.perfdata.perfdata_corpus import CORPUS, read_file
 from tests.perfdata.test_fast_vs_construct import raw_records

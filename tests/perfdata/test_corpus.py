@@ -8,16 +8,8 @@ import tomllib
 import pytest
 from tests.perfdata.perfdata_corpus import CORPUS, corpus_id, good_files, read_file
 
-from perfparser_py.perfdata import (
-    AttrEvent,
-    CommEvent,
-    DataStartEvent,
-    FeaturesEvent,
-    ForkEvent,
-    ProgressEvent,
-    SampleEvent,
-    generated_name,
-)
+from perfparser_py.perfdata.attr import generated_name
+from perfparser_py.perfdata.events import AttrEvent, CommEvent, DataStartEvent, FeaturesEvent, ForkEvent, ProgressEvent, SampleEvent
 
 
 def _expected_total(path) -> int | None:

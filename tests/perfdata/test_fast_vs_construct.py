@@ -8,7 +8,8 @@ import struct
 import pytest
 import zstandard
 
-from perfparser_py.perfdata import PerfReader, abi, records
+from perfparser_py.perfdata import abi, records
+from perfparser_py.perfdata.reader import PerfReader
 from perfparser_py.perfdata.fast import make_decoders
 from perfparser_py.source import open_source
 from tests.perfdata.perfdata_corpus import corpus_id, good_files

@@ -9,7 +9,8 @@ import random
 import pytest
 
 from perfparser_py.source import Source
-from perfparser_py.perfdata import PerfDataError, PerfReader
+from perfparser_py.perfdata.errors import PerfDataError
+from perfparser_py.perfdata.reader import PerfReader
 from perfparser_py.perfdata.fast import FusedSample
 from perfparser_py.source import open_source
 from tests.perfdata.perfdata_corpus import CORPUS, corpus_id, good_files

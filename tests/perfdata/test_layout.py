@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from construct import Struct
 
-from perfparser_py.perfdata import PerfEventAttr, abi, layout, reader
+from perfparser_py.perfdata import abi, layout, reader
+from perfparser_py.perfdata.attr import PerfEventAttr
 from perfparser_py.perfdata.attr import attr_struct, parse_attr
 from perfparser_py.perfdata.fast import make_decoders
 from perfparser_py.perfdata.ints import ints

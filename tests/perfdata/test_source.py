@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from perfparser_py import source
-from perfparser_py.perfdata import PerfDataError
+from perfparser_py.perfdata.errors import PerfDataError
 from tests.perfdata.perfdata_corpus import CORPUS, read_file, read_until_error
 
 

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from perfparser_py.perfdata import SampleEvent
+from perfparser_py.perfdata.events import SampleEvent
 from perfparser_py.source import StreamSource
 from tests.perfdata.perfdata_corpus import CORPUS, read_file, read_until_error
 

@@ -7,7 +7,8 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfparser_py.perfdata import PerfReader, TracingDataEvent
+from perfparser_py.perfdata.events import TracingDataEvent
+from perfparser_py.perfdata.reader import PerfReader
 from perfparser_py.perfdata.tracing import (
     FIELD_ARRAY,
     FIELD_DYNAMIC,

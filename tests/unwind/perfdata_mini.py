@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from perfparser_py.perfdata import PerfReader
+from perfparser_py.perfdata.reader import PerfReader
 from perfparser_py.perfdata import events as ev
 from perfparser_py.source import open_source
 
