@@ -413,8 +413,7 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
                 pos += c.addr_size
             if new is None:
                 raise CfiError("bad set_loc")
-            if out is not None:
-                out.append((loc, cfa, dict(regs)))
+            _snapshot(out, loc, cfa, regs)
             loc = new
         elif op == 0x02:
             _snapshot(out, loc, cfa, regs)
@@ -509,7 +508,10 @@ def _snapshot(out: list | None, loc: int, cfa: tuple, regs: dict[int, tuple]) ->
     if out is not None:
         if len(out) >= _MAX_ROWS:
             raise CfiError("too many rows")
-        out.append((loc, cfa, dict(regs)))
+        # Rows that differ only in their CFA (a push or a pop) share one rules dict: the
+        # rows of every FDE a run asks for are kept (15 MB of dicts for cc1plus otherwise).
+        prev = out[-1][2] if out else None
+        out.append((loc, cfa, prev if prev == regs else dict(regs)))
 
 
 def _restore(regs: dict[int, tuple], initial: dict[int, tuple] | None, reg: int) -> None:
