@@ -16,6 +16,8 @@ process's mappings from its samples (upstream applies the mmaps after the EXIT, 
 follows upstream's byte accounting (SEMANTICS §6), which `--print-stats` reports; it only
 decides *when* events leave the queue, never their relative order, except for events that
 arrive too late.
+
+Compiled (setup.py) with the C types of ordering.pxd: the queue's counters are C integers.
 """
 
 from __future__ import annotations
@@ -66,7 +68,11 @@ class EventQueue:
 
     def __init__(self, sink, buffer_size: int, max_buffer_size: int) -> None:
         self.sink = sink
-        self.stats = Stats()
+        self._stats = Stats()
+        # the counters every event changes, kept here (C integers when compiled) and put into
+        # the Stats when they are read (stats)
+        self._n_samples = self._n_mmaps = self._max_buffer_size = 0
+        self._max_time = self._max_reorder_time = 0
         # (time, sample after the others, seq, kind, size, event): plain tuple order is the
         # processing order (samples after the mmaps/task events of the same non-zero time,
         # file order otherwise), so the flush sorts without a key function; seq is unique,
@@ -75,12 +81,12 @@ class EventQueue:
         self._seq = 0
         self._bytes = 0
         # The task events apart, in the same order: after the last sample a flush hands them
-        # out without walking the mmaps that wait for a sample. The first _in_order of each
+        # out without walking the mmaps that wait for a sample. The first *_in_order of each
         # list are sorted (what the last flush left), so the events added since are inserted,
         # not the queue sorted again; and a flush with no sample and no task event to hand out
         # returns at once. Round ends behind many waiting mmaps stay linear.
         self._task_events: list[tuple[int, bool, int, int, int, object]] = []
-        self._in_order = [0, 0]
+        self._events_in_order = self._tasks_in_order = 0
         self._samples = 0
         # target/last/max as upstream initialises them, then the command line (SEMANTICS §6.1)
         self._target, self._last, self._max = 32 << 20, 1 << 20, 1 << 30
@@ -97,6 +103,15 @@ class EventQueue:
         # per-round counters
         self._round_samples = self._round_mmaps = self._round_tasks = self._round_bytes = 0
         self._round_start_time = 0
+
+    @property
+    def stats(self) -> Stats:
+        """The `--print-stats` counters as of now."""
+        st = self._stats
+        st.samples, st.mmaps = self._n_samples, self._n_mmaps
+        st.max_buffer_size = self._max_buffer_size
+        st.max_time, st.max_reorder_time = self._max_time, self._max_reorder_time
+        return st
 
     # -- parameters (SEMANTICS §6.1/§6.3) ----------------------------------------------------
     def _set_target(self, size: int) -> None:
@@ -126,7 +141,7 @@ class EventQueue:
     def add(self, kind: int, time: int, size: int, event) -> None:
         """An MMAP or TASK event (samples: add_sample)."""
         if kind == MMAP:
-            self.stats.mmaps += 1
+            self._n_mmaps += 1
             self._round_mmaps += 1
         else:
             self._round_tasks += 1
@@ -134,17 +149,16 @@ class EventQueue:
         self._push(time, kind, size, event)
 
     def add_sample(self, time: int, size: int, event) -> None:
-        self.stats.samples += 1
+        self._n_samples += 1
         self._round_samples += 1
         self._push(time, SAMPLE, size, event)
 
     def _push(self, time: int, kind: int, size: int, event) -> None:
-        st = self.stats
-        if time != 0 and time < st.max_time:
-            if st.max_time - time > st.max_reorder_time:
-                st.max_reorder_time = st.max_time - time
+        if time != 0 and time < self._max_time:
+            if self._max_time - time > self._max_reorder_time:
+                self._max_reorder_time = self._max_time - time
         else:
-            st.max_time = time  # a time-0 event resets it, as upstream does (SEMANTICS §16)
+            self._max_time = time  # a time-0 event resets it, as upstream does (SEMANTICS §16)
         seq = self._seq
         item = (time, kind == SAMPLE and time != 0, seq, kind, size, event)
         if kind == TASK:
@@ -156,8 +170,8 @@ class EventQueue:
         self._seq = seq + 1
         n = self._bytes = self._bytes + size
         self._round_bytes += size
-        if n > st.max_buffer_size:
-            st.max_buffer_size = n
+        if n > self._max_buffer_size:
+            self._max_buffer_size = n
         if self._target != 0 and n > self._target:
             self._flush(self._target // 2)
 
@@ -176,7 +190,7 @@ class EventQueue:
         self._flush(0)
 
     def _end_round(self) -> None:
-        st = self.stats
+        st = self._stats
         st.rounds += 1
         st.max_samples_per_round = max(st.max_samples_per_round, self._round_samples)
         st.max_mmaps_per_round = max(st.max_mmaps_per_round, self._round_mmaps)
@@ -186,22 +200,22 @@ class EventQueue:
         )
         if self._round_start_time > 0:
             st.max_time_between_rounds = max(
-                st.max_time_between_rounds, st.max_time - self._round_start_time
+                st.max_time_between_rounds, self._max_time - self._round_start_time
             )
-        self._round_start_time = st.max_time
+        self._round_start_time = self._max_time
         self._round_samples = self._round_mmaps = self._round_tasks = self._round_bytes = 0
 
     # -- flushing (SEMANTICS §6.4) -------------------------------------------------------------
     def _flush(self, desired: int) -> None:
-        st = self.stats
+        st = self._stats
         st.buffer_flushes += 1
         tasks = self._task_events
         if self._samples == 0 and (not tasks or self._bytes <= desired):
             return  # nothing to hand out
         self.broken = True  # until the flush completes
         events = self._events
-        _sort(events, self._in_order[0])
-        _sort(tasks, self._in_order[1])
+        _sort(events, self._events_in_order)
+        _sort(tasks, self._tasks_in_order)
         limit = self._last_flush_max_time
         start_bytes = self._bytes
         self._counts = [0, 0, 0]
@@ -211,9 +225,9 @@ class EventQueue:
         sample = self.sink.sample if self.sink is not None else None
         queued = self._samples
         t, n_tasks = 0, len(tasks)  # tasks[:t] handed out
-        i = 0
+        sample_kind = SAMPLE  # a C int when compiled
         for i, item in enumerate(events):
-            if item[3] != SAMPLE:
+            if item[3] != sample_kind:
                 continue
             if self._bytes <= desired:
                 break
@@ -249,7 +263,7 @@ class EventQueue:
         del events[:pending]
         del tasks[:t]
         self._samples -= released
-        self._in_order = [len(events), len(tasks)]
+        self._events_in_order, self._tasks_in_order = len(events), len(tasks)
         self.broken = False
         st.max_samples_per_flush = max(st.max_samples_per_flush, self._counts[SAMPLE])
         st.max_mmaps_per_flush = max(st.max_mmaps_per_flush, self._counts[MMAP])
@@ -266,7 +280,7 @@ class EventQueue:
         self._counts[kind] += 1
         sink = self.sink
         if kind == MMAP and time < limit:
-            self.stats.mmaps_time_violations += 1
+            self._stats.mmaps_time_violations += 1
             self._violating = True
             if sink is not None:
                 sink.time_order_violation(time, limit)
