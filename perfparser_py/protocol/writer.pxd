@@ -9,5 +9,6 @@ cdef class FrameCounts:
     cdef public set pids
     cdef public dict unnamed
 
-    @cython.locals(state=bytearray, n=Py_ssize_t, f=Py_ssize_t, named=int, bits=int)
+    @cython.locals(state=bytearray, n=Py_ssize_t, f=Py_ssize_t, named=int, bits=int,
+                   unnamed=dict)
     cpdef add(self, object frames, Py_ssize_t uses, object pid)

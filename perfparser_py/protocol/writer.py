@@ -53,11 +53,13 @@ def _sample_frame(type_id: int, pid: int, tid: int, time: int, cpu: int,
                          *[x for pair in values for x in pair])
 
 
-# sample_one's pieces of the message _sample_frame packs: u32le size | type, pid, tid, time,
-# cpu | frame count and frames | guessed, value count, (attribute id, value)
-_SAMPLE_HEAD = struct.Struct(">BiiQI").pack
-_SAMPLE_ONE_TAIL = struct.Struct(">BIiQ").pack
-_SAMPLE_FIXED_SIZE = struct.calcsize(">BiiQI") + 4 + struct.calcsize(">BIiQ")
+# sample_one's message, what _sample_frame packs, from its cached pieces: u32le size (4s) |
+# type, pid, tid, time, cpu | frame count and frames (packed once per frames list, s) |
+# guessed, value count, (attribute id, value); one Struct per frame count
+_SAMPLE_ONE = ">4sBiiQI{}sBIiQ"
+# the size a message of no frames says: the frame count counts, the size prefix does not
+_SAMPLE_FIXED_SIZE = struct.calcsize(_SAMPLE_ONE.format(4)) - 4
+_SAMPLE_ONE_PACKERS: dict[int, Callable[..., bytes]] = {}
 # frames in sample_one's cache (each entry counting one more), which keeps the lists alive:
 # the distinct stacks of a real program grow with its samples
 _MAX_PACKED_FRAMES = 1 << 16
@@ -125,13 +127,15 @@ class FrameCounts:
         self.pids.add(pid)
         state = self.location_state
         n = len(state)
-        named = NAMED  # a C int when compiled, as are f and bits: the loop stays in C
-        for f in frames:
+        unnamed = self.unnamed
+        named = NAMED  # a C int when compiled, as are f and bits: the test stays in C
+        for frame in frames:
+            f = frame
             if 0 <= f < n:
                 bits = state[f]
                 if bits & named:
                     continue
-            self.unnamed[f] = self.unnamed.get(f, 0) + uses
+            unnamed[frame] = unnamed.get(frame, 0) + uses
 
 
 # -------------------------------------------------------------------------------- writer
@@ -158,7 +162,8 @@ class StreamWriter:
         self._sample_type = _fast_sample_type(self._sample)
         self._location_prefix = _fast_location_prefix(self._location)
         # id(frames) -> [frames, message size prefix, packed frame array or None, samples
-        # written with it since the last fold, their pid] (sample_one)
+        # written with it since the last fold, their pid, the message's Struct.pack]
+        # (sample_one)
         self._packed_frames: dict[int, list] = {}
         self._packed_count = 0  # frames in _packed_frames (_MAX_PACKED_FRAMES)
         self._counts = FrameCounts()
@@ -283,16 +288,13 @@ class StreamWriter:
             cached[3] += 1  # counted per list: the frames are looked at when it is folded
             if cached[2] is not None:
                 try:
-                    head = _SAMPLE_HEAD(self._sample_type, pid, tid, time, cpu)
-                    tail = _SAMPLE_ONE_TAIL(0, 1, attribute_id, value)
+                    message = cached[5](cached[1], self._sample_type, pid, tid, time, cpu,
+                                        cached[2], 0, 1, attribute_id, value)
                 except struct.error:  # values to wrap: sample() knows how
                     pass
                 else:
                     buf = self._buf
-                    buf += cached[1]
-                    buf += head
-                    buf += cached[2]
-                    buf += tail
+                    buf += message
                     if len(buf) >= _FLUSH_AT:
                         self.flush()
                     return
@@ -315,8 +317,13 @@ class StreamWriter:
             packed = struct.pack(f">I{n}i", n, *frames)
         except struct.error:  # an id out of range: the schema path reports it
             packed = None
+        pack = _SAMPLE_ONE_PACKERS.get(n)
+        if pack is None:
+            if len(_SAMPLE_ONE_PACKERS) >= 4096:  # frame counts come from the input
+                _SAMPLE_ONE_PACKERS.clear()
+            pack = _SAMPLE_ONE_PACKERS[n] = struct.Struct(_SAMPLE_ONE.format(4 + 4 * n)).pack
         entry = cache[id(frames)] = [frames, _U32LE.pack(_SAMPLE_FIXED_SIZE + 4 * n), packed,
-                                     0, pid]
+                                     0, pid, pack]
         return entry
 
     def tracepoint_sample(self, pid: int, tid: int, time: int, cpu: int, frames: Sequence[int],
