@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from operator import itemgetter
 from types import SimpleNamespace
 
 from . import events as ev
@@ -243,7 +242,7 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
 
     def fused(attr: PerfEventAttr) -> Callable | None:
         """fused(buf, pos, end, misc, size) -> FusedSample for SAMPLEs of attr; or, for
-        attrs of DWARF recordings, a SampleEvent decoder made for their layout (`stacked`);
+        attrs of DWARF recordings, a SampleEvent decoder made for their layout (Stacked);
         None if attr has fields that need the full decoder. Same checks and errors as
         sample()."""
         st = attr.sample_type
@@ -251,91 +250,9 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
             return None
         if st & _NOT_FUSED:
             if st & _STACKED == _STACKED and not st & _NOT_STACKED:
-                return stacked(attr)
+                return Stacked(attr, e, u64, arrays, new_array, sample).decode
             return None
-        plan = attr.plan
-        prefix = plan.prefix.unpack_from
-        head = plan.prefix.size
-        i_id, i_ip, i_pid, i_tid, i_time, _i_addr, _i_sid, i_cpu, i_period = plan.prefix_index
-        pick = itemgetter(i_pid, i_tid, i_time, i_cpu, i_ip, i_id, i_period)
-        tail = plan.tail.size
-        if not st & SAMPLE_CALLCHAIN:
-            def flat(buf, pos: int, end: int, misc: int, size: int) -> FusedSample:
-                v = prefix(buf, pos) + _ZERO
-                if pos + head + tail > end:
-                    raise ValueError("sample fields run past the end of the record")
-                return _new(FusedSample, pick(v) + ((), misc, size))
-            return flat
-
-        def chained(buf, pos: int, end: int, misc: int, size: int) -> FusedSample:
-            v = prefix(buf, pos) + _ZERO
-            pos += head
-            (nr,) = u64(buf, pos)
-            pos += 8
-            stop = pos + 8 * nr
-            if stop > end:
-                raise ValueError("array runs past the end of the record")
-            unpack = arrays.get(nr) or new_array(nr)
-            if stop + tail > end:
-                raise ValueError("sample fields run past the end of the record")
-            return _new(FusedSample, pick(v) + (unpack(buf, pos), misc, size))
-        return chained
-
-    def stacked(attr: PerfEventAttr) -> Callable:
-        """sample() for an attr with user registers and stack and no read values, raw data or
-        branch stack (`perf record --call-graph dwarf`): the flag tests done once, registers
-        and stack size read by one unpack, weight, data source and transaction by another. A
-        record that fails a bounds check is decoded by sample(), which raises what it
-        raises."""
-        plan = attr.plan
-        prefix = plan.prefix.unpack_from
-        head = plan.prefix.size
-        i_id, i_ip, i_pid, i_tid, i_time, i_addr, i_sid, i_cpu, i_period = plan.prefix_index
-        st = attr.sample_type
-        chained = bool(st & SAMPLE_CALLCHAIN)
-        regs_size = 8 * plan.nregs_user + 8  # the registers, then the stack's size
-        regs_and_size = struct.Struct(f"{e}{plan.nregs_user + 1}Q").unpack_from
-        tail_size = plan.tail.size
-        tail = plan.tail.unpack_from
-        i_tail = plan.tail_pick  # weight, data source, transaction from tail + _ZERO
-
-        def decode(buf, pos: int, end: int, misc: int, size: int) -> ev.SampleEvent:
-            v = prefix(buf, pos) + _ZERO
-            at = pos + head
-            callchain = regs = ()
-            stack = None
-            if chained:
-                (nr,) = u64(buf, at)
-                at += 8
-                if at + 8 * nr > end:
-                    return sample(buf, pos, end, misc, size, attr)
-                callchain = (arrays.get(nr) or new_array(nr))(buf, at)
-                at += 8 * nr
-            (abi,) = u64(buf, at)
-            at += 8
-            if abi:
-                if at + regs_size > end:
-                    return sample(buf, pos, end, misc, size, attr)
-                values = regs_and_size(buf, at)
-                regs, n = values[:-1], values[-1]
-                at += regs_size
-            else:
-                (n,) = u64(buf, at)
-                at += 8
-            if n:
-                if at + n + 8 > end:
-                    return sample(buf, pos, end, misc, size, attr)
-                (dyn,) = u64(buf, at + n)
-                stack = buf[at:at + min(dyn, n)]
-                at += n + 8
-            if at + tail_size > end:
-                return sample(buf, pos, end, misc, size, attr)
-            weight, data_src, transaction = i_tail(tail(buf, at) + _ZERO)
-            return _new(_SampleEvent, (attr, v[i_pid], v[i_tid], v[i_time], v[i_cpu], v[i_ip],
-                                       v[i_addr], v[i_id], v[i_sid], v[i_period], (), callchain,
-                                       None, (), None, abi, regs, stack, weight, data_src,
-                                       transaction, size, misc))
-        return decode
+        return Fused(attr, u64, arrays, new_array).decode
 
     def peek_u64(buf, pos: int) -> int:
         return u64(buf, pos)[0]
@@ -343,3 +260,105 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
     return SimpleNamespace(sample=sample, mmap=mmap, mmap2=mmap2, comm=comm, fork=fork,
                            exit=exit_, switch=switch, lost=lost, fused=fused, peek_u64=peek_u64,
                            u32=u32)
+
+
+class Fused:
+    """make_decoders' fused(): a SAMPLE of an attr without the fields of _NOT_FUSED as a
+    FusedSample, its call chain read by one unpack of the attr's decoders (`arrays`).
+    Compiled with the C types of fast.pxd: offsets and field indices are C integers."""
+
+    def __init__(self, attr: PerfEventAttr, u64: Callable, arrays: dict,
+                 new_array: Callable) -> None:
+        plan = attr.plan
+        self.prefix = plan.prefix.unpack_from
+        self.head = plan.prefix.size
+        (self.i_id, self.i_ip, self.i_pid, self.i_tid, self.i_time, _i_addr, _i_sid, self.i_cpu,
+         self.i_period) = plan.prefix_index
+        self.tail = plan.tail.size
+        self.chained = bool(attr.sample_type & SAMPLE_CALLCHAIN)
+        self.u64 = u64
+        self.arrays = arrays
+        self.new_array = new_array
+
+    def decode(self, buf, pos: int, end: int, misc: int, size: int) -> FusedSample:
+        v = self.prefix(buf, pos) + _ZERO
+        at = pos + self.head
+        callchain = ()
+        if self.chained:
+            nr = self.u64(buf, at)[0]
+            at += 8
+            if at > end or nr > (end - at) >> 3:  # at + 8 * nr > end, in C integers
+                raise ValueError("array runs past the end of the record")
+            unpack = self.arrays.get(nr) or self.new_array(nr)
+            callchain = unpack(buf, at)
+            at += 8 * nr
+        if at + self.tail > end:
+            raise ValueError("sample fields run past the end of the record")
+        return _new(FusedSample, (v[self.i_pid], v[self.i_tid], v[self.i_time], v[self.i_cpu],
+                                  v[self.i_ip], v[self.i_id], v[self.i_period], callchain, misc,
+                                  size))
+
+
+class Stacked:
+    """make_decoders' sample() for an attr with user registers and stack and no read values,
+    raw data or branch stack (`perf record --call-graph dwarf`): the flag tests done once,
+    registers and stack size read by one unpack, weight, data source and transaction by
+    another. A record that fails a bounds check is decoded by sample(), which raises what it
+    raises. Compiled with the C types of fast.pxd: offsets and field indices are C integers."""
+
+    def __init__(self, attr: PerfEventAttr, e: str, u64: Callable, arrays: dict,
+                 new_array: Callable, sample: Callable) -> None:
+        plan = attr.plan
+        self.attr = attr
+        self.prefix = plan.prefix.unpack_from
+        self.head = plan.prefix.size
+        (self.i_id, self.i_ip, self.i_pid, self.i_tid, self.i_time, self.i_addr, self.i_sid,
+         self.i_cpu, self.i_period) = plan.prefix_index
+        self.chained = bool(attr.sample_type & SAMPLE_CALLCHAIN)
+        self.regs_size = 8 * plan.nregs_user + 8  # the registers, then the stack's size
+        self.regs_and_size = struct.Struct(f"{e}{plan.nregs_user + 1}Q").unpack_from
+        self.tail_size = plan.tail.size
+        self.tail = plan.tail.unpack_from
+        self.i_tail = plan.tail_pick  # weight, data source, transaction from tail + _ZERO
+        self.u64 = u64
+        self.arrays = arrays
+        self.new_array = new_array
+        self.sample = sample
+
+    def decode(self, buf, pos: int, end: int, misc: int, size: int) -> ev.SampleEvent:
+        v = self.prefix(buf, pos) + _ZERO
+        u64 = self.u64
+        at = pos + self.head
+        callchain = regs = ()
+        stack = None
+        if self.chained:
+            nr = u64(buf, at)[0]
+            at += 8
+            if at > end or nr > (end - at) >> 3:  # at + 8 * nr > end, in C integers
+                return self.sample(buf, pos, end, misc, size, self.attr)
+            callchain = (self.arrays.get(nr) or self.new_array(nr))(buf, at)
+            at += 8 * nr
+        abi = u64(buf, at)[0]
+        at += 8
+        if abi:
+            if at + self.regs_size > end:
+                return self.sample(buf, pos, end, misc, size, self.attr)
+            values = self.regs_and_size(buf, at)
+            regs, n = values[:-1], values[-1]
+            at += self.regs_size
+        else:
+            n = u64(buf, at)[0]
+            at += 8
+        if n:
+            if at + 8 > end or n > end - at - 8:  # at + n + 8 > end, in C integers
+                return self.sample(buf, pos, end, misc, size, self.attr)
+            dyn = u64(buf, at + n)[0]
+            stack = buf[at:at + min(dyn, n)]
+            at += n + 8
+        if at + self.tail_size > end:
+            return self.sample(buf, pos, end, misc, size, self.attr)
+        weight, data_src, transaction = self.i_tail(self.tail(buf, at) + _ZERO)
+        return _new(_SampleEvent, (self.attr, v[self.i_pid], v[self.i_tid], v[self.i_time],
+                                   v[self.i_cpu], v[self.i_ip], v[self.i_addr], v[self.i_id],
+                                   v[self.i_sid], v[self.i_period], (), callchain, None, (), None,
+                                   abi, regs, stack, weight, data_src, transaction, size, misc))
