@@ -290,7 +290,11 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
                 return _pass_through(options.input, out, options.protocol)
         from .run import run
 
-        gc.freeze()  # module-level objects of the imports: never garbage, never rescanned
+        if not gc.get_freeze_count():
+            # module-level objects of the imports: never garbage, never rescanned. Once per
+            # process: in one that runs main() again (the fuzzer), a later freeze would keep
+            # an earlier run's uncollected cycles forever.
+            gc.freeze()
         return run(options, out, worker, _LEFT_FOR_EXIT if exiting else None)
     except BrokenPipeError:
         # the reader (hotspot) went away: die quietly the way upstream does, by SIGPIPE

@@ -446,6 +446,12 @@ class Run:
         self.out.flush()
         return code
 
+    def done(self) -> None:
+        """The run is over: its handlers of events as read go. Some are this Run's methods, a
+        cycle that only the collector would free, and never in a process that runs main()
+        again after gc.freeze() (the fuzzer)."""
+        self._on_read = None
+
     def salvage(self) -> None:
         """After an internal error (a bug of ours): write everything decoded before it. The
         queued events go out unless the error broke a flush of the queue; a second error

@@ -34,3 +34,5 @@ def run(options, out, kallsyms_worker=None, keep: list | None = None) -> int:
     except Exception:
         r.salvage()  # the samples before a bug of ours are not lost; cli.main reports it
         raise
+    finally:
+        r.done()
