@@ -143,8 +143,7 @@ class Symbolizer:
         key = (callchain, ip, ip_is_user, branch_stack)
         ids = chains.get(key)
         if ids is None:
-            frame = self.frame
-            ids = [frame(kernel if k else proc, addr, k)
+            ids = [self.frame(kernel if k else proc, addr, k)
                    for addr, k in callchain_frames(callchain, ip, ip_is_user, branch_stack)]
             self._memo_room(chains, len(callchain) + len(ids))
             chains[key] = ids
@@ -156,8 +155,7 @@ class Symbolizer:
         key = tuple(addrs)
         ids = memo.get(key)
         if ids is None:
-            frame = self.frame
-            ids = [frame(proc, addr, False) for addr in addrs]
+            ids = [self.frame(proc, addr, False) for addr in addrs]
             self._memo_room(memo, 2 * len(ids))
             memo[key] = ids
         return ids
@@ -165,14 +163,16 @@ class Symbolizer:
     def _memo_room(self, memo: dict, frames: int) -> None:
         """Make room for an entry of `memo` (a process's chains or unwound) holding `frames`
         frames in its key and ids: past MEMO_FRAMES, every memo and its dependents are
-        emptied (in place: the frames they gave stay valid)."""
+        emptied (in place: the frames they gave stay valid). A memo joins the budget's list
+        with its first entry since it was made or emptied by the budget."""
         self._memo_frames += frames + 1
         if self._memo_frames > MEMO_FRAMES:
             for d in (*self._memos.values(), *self.memo_dependents):
                 d.clear()
             self._memos.clear()
             self._memo_frames = frames + 1
-        self._memos[id(memo)] = memo
+        if not memo:
+            self._memos[id(memo)] = memo
 
     # -- one address (SEMANTICS §10.2 - §10.9) -------------------------------------------
     def _resolve(self, proc: Process, m: Mapping, ip: int, is_kernel: bool) -> int:

@@ -1,0 +1,32 @@
+# C types of symbolize.py when compiled (setup.py); the .py stays the source of truth. The
+# per-frame path (frame, its memos and their budget) is C calls on C fields; a process and
+# its address space stay Python objects (session.py).
+
+from perfparser_py.emit cimport Emitter
+
+cdef class ProcessSymbols:
+    cdef public dict cache, chains, unwound
+    cdef public list unmapped
+    cdef public object epoch, fresh_seen, generation, kernel_epoch, mapped_generation, perf_map
+
+    cpdef bint still_valid(self, object proc)
+
+
+cpdef ProcessSymbols process_symbols(object proc)
+
+
+cdef class Symbolizer:
+    cdef dict __dict__  # tests put stand-ins on an instance
+    cdef public Emitter emit
+    cdef dict _shared, _dwarf, _module_strings, _unmapped_parents, _memos
+    cdef object _kernel_symbol, _perf_map_path
+    cdef Py_ssize_t _memo_frames
+    cdef public list memo_dependents
+
+    cpdef object frame(self, object proc, object ip, object is_kernel)
+    cpdef list callchain(self, object proc, object kernel, object callchain, object ip,
+                         object ip_is_user, object branch_stack)
+    cpdef list unwound(self, object proc, list addrs)
+    cdef _memo_room(self, dict memo, Py_ssize_t frames)
+    cdef object _resolve(self, object proc, object m, object ip, object is_kernel)
+    cdef object _unmapped(self, object proc, object ip, object is_kernel)
