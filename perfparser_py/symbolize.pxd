@@ -2,6 +2,8 @@
 # per-frame path (frame, its memos and their budget) is C calls on C fields; a process and
 # its address space stay Python objects (session.py).
 
+cimport cython
+
 from perfparser_py.emit cimport Emitter
 
 cdef class ProcessSymbols:
@@ -12,6 +14,7 @@ cdef class ProcessSymbols:
     cpdef bint still_valid(self, object proc)
 
 
+@cython.locals(state=ProcessSymbols)
 cpdef ProcessSymbols process_symbols(object proc)
 
 
@@ -23,10 +26,13 @@ cdef class Symbolizer:
     cdef Py_ssize_t _memo_frames
     cdef public list memo_dependents
 
+    @cython.locals(state=ProcessSymbols, cache=dict)
     cpdef object frame(self, object proc, object ip, object is_kernel)
+    @cython.locals(state=ProcessSymbols, chains=dict, ids=list)
     cpdef list callchain(self, object proc, object kernel, object callchain, object ip,
                          object ip_is_user, object branch_stack)
-    cpdef list unwound(self, object proc, list addrs)
+    @cython.locals(memo=dict, ids=list)
+    cpdef list unwound(self, object proc, object addrs)
     cdef _memo_room(self, dict memo, Py_ssize_t frames)
     cdef object _resolve(self, object proc, object m, object ip, object is_kernel)
     cdef object _unmapped(self, object proc, object ip, object is_kernel)
