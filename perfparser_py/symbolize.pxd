@@ -19,7 +19,6 @@ cpdef ProcessSymbols process_symbols(object proc)
 
 
 cdef class Symbolizer:
-    cdef dict __dict__  # tests put stand-ins on an instance
     cdef public Emitter emit
     cdef dict _shared, _dwarf, _module_strings, _unmapped_parents, _memos
     cdef object _kernel_symbol, _perf_map_path

@@ -50,13 +50,23 @@ class _Image:
         return {0x1100: "hot::apply_n", 0x1200: "hot::hash_loop"}[start], start, 0x100
 
 
+def _symbolizer(writer: StreamWriter, scopes: dict) -> Symbolizer:
+    """A Symbolizer whose DWARF has `scopes` (a subclass: the compiled class has no instance
+    dict to put a stand-in in)."""
+
+    class WithScopes(Symbolizer):
+        def _dwarf_for(self, image):
+            return _Dwarf(scopes)
+
+    return WithScopes(Emitter(writer), KernelSymbols(writer, "/dev/null", "/", []), None)
+
+
 def test_inlined_copies_without_entry_pc_keep_their_callers():
     out = io.BytesIO()
     writer = StreamWriter(out, "current")
     writer.header()
-    sym = Symbolizer(Emitter(writer), KernelSymbols(writer, "/dev/null", "/", []), None)
     scopes = {0x1100: _copy("hot::apply_n", 30, 0x100), 0x1200: _copy("hot::hash_loop", 36, 0x200)}
-    sym._dwarf_for = lambda image: _Dwarf(scopes)
+    sym = _symbolizer(writer, scopes)
     mapping = Mapping(0x5000, 0x7000, 0, b"/bin/hot", "/bin/hot", _Image(), 0x4000, 0x5000)
     ids = [sym._in_image(_Image(), mapping, 0x4000 + x, 42, False, -1, -1, -1)
            for x in (0x1100, 0x1200)]
@@ -81,9 +91,8 @@ def test_each_piece_of_a_function_is_named_by_its_own_symbol():
     out = io.BytesIO()
     writer = StreamWriter(out, "current")
     writer.header()
-    sym = Symbolizer(Emitter(writer), KernelSymbols(writer, "/dev/null", "/", []), None)
     f = Scope("f", None, HOT_RS, 10, 1, None, -1, -1, 0x300)
-    sym._dwarf_for = lambda image: _Dwarf({0x1010: (f, []), 0x2010: (f, []), 0x1020: (f, [])})
+    sym = _symbolizer(writer, {0x1010: (f, []), 0x2010: (f, []), 0x1020: (f, [])})
     image = _PiecesImage()
     mapping = Mapping(0x5000, 0x8000, 0, b"/bin/hot", "/bin/hot", image, 0x4000, 0x5000)
     ids = [sym._in_image(image, mapping, 0x4000 + x, 42, False, -1, -1, -1)
