@@ -36,3 +36,29 @@ def sleb(data, pos: int) -> tuple[int, int]:
             if b & 0x40:
                 value -= 1 << shift
             return value, pos
+
+
+def uleb_end(data, pos: int) -> int:
+    """Position after the LEB128 number at `pos` (skipped, not decoded)."""
+    while data[pos] >= 0x80:
+        pos += 1
+    return pos + 1
+
+
+def uleb_value(data, pos: int) -> int:
+    """Unsigned LEB128 at `pos` for the compiled readers, saturated at 2**63 - 1: what no
+    section can hold, so a reader seeing it fails as on the number itself."""
+    value = 0
+    shift = 0
+    while True:
+        b = data[pos]
+        if shift < 63:
+            value |= (b & 0x7F) << shift
+            if value > 0x7FFFFFFFFFFFFFFF:
+                value = 0x7FFFFFFFFFFFFFFF
+        elif b & 0x7F:
+            value = 0x7FFFFFFFFFFFFFFF
+        if b < 0x80:
+            return value
+        pos += 1
+        shift += 7

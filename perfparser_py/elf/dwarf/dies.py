@@ -4,12 +4,13 @@ that finds its subprograms, their inlined and lexical scopes, and scope parents.
 from __future__ import annotations
 
 import struct
+from array import array
 
-from ..leb128 import sleb, uleb
+from ..leb128 import sleb, uleb, uleb_end, uleb_value
 from .constants import (
     DwarfError, _AT_ABSTRACT_ORIGIN, _AT_LOW_PC, _AT_RANGES, _AT_SIBLING, _AT_SPECIFICATION,
     _FIXED_FORMS, _FLAGS, _LEB_FORMS, _MAX_DEPTH, _MAX_RANGES, _MAX_REF_CHAIN, _OFFSET_FORMS,
-    _TAG_INLINED, _TAG_LEXICAL_BLOCK, _TAG_SUBPROGRAM, _TYPE_TAGS, _VAR_FORMS,
+    _TAG_INLINED, _TAG_LEXICAL_BLOCK, _TAG_SUBPROGRAM, _TYPE_TAGS,
 )
 from .units import _Cu
 
@@ -148,51 +149,7 @@ class Dies:
 
     def _read_die(self, cu: _Cu, off: int) -> tuple[int, bool, dict, int]:
         """(tag, has_children, {attr: value}, next offset); tag 0 for a null entry."""
-        info = self._s["info"]
-        code, pos = uleb(info, off)
-        if code == 0:
-            return 0, False, {}, pos
-        abbrev = self._abbrevs(cu).get(code)
-        if abbrev is None:
-            raise DwarfError("unknown abbreviation")
-        tag, children, specs, flags = abbrev
-        attrs = {}
-        form_value = self._form
-        u32 = self._u32
-        u16 = self._u16
-        base = cu.offset
-        off4 = cu.off_size == 4
-        for attr, form, implicit in specs:
-            # the commonest forms inline: a _form call costs more than their decoding
-            if form == 0x13:  # ref4
-                attrs[attr] = u32(info, pos)[0] + base
-                pos += 4
-            elif form == 0x0B:  # data1
-                attrs[attr] = info[pos]
-                pos += 1
-            elif form == 0x19:  # flag_present
-                attrs[attr] = 1
-            elif form == 0x21:  # implicit_const
-                attrs[attr] = implicit
-            elif form == 0x0E and off4:  # strp
-                attrs[attr] = (0x0E, u32(info, pos)[0])
-                pos += 4
-            elif form == 0x05:  # data2
-                attrs[attr] = u16(info, pos)[0]
-                pos += 2
-            elif form == 0x0F and info[pos] < 0x80:  # one-byte udata
-                attrs[attr] = info[pos]
-                pos += 1
-            elif form == 0x17 and off4:  # sec_offset
-                attrs[attr] = u32(info, pos)[0]
-                pos += 4
-            else:
-                attrs[attr], pos = form_value(cu, form, implicit, info, pos)
-        if flags is not None:
-            attrs[_FLAGS] = flags
-        if pos > cu.end:
-            raise DwarfError("DIE overruns its unit")
-        return tag, children, attrs, pos
+        return read_die(self, cu, self._s["info"], off)
 
     # -------------------------------------------------------------- DIE tree
 
@@ -214,7 +171,7 @@ class Dies:
         cu.subprograms = []
         cu.nodes = {}
         cu.pending = {}
-        self._walk_dies(cu, cu.first_die, cu.end, [])
+        walk_dies(self, cu, cu.first_die, cu.end, array("q"))
 
     def _walk_pending(self, cu: _Cu, off: int) -> None:
         """Walk the subtree of the DIE at `off` that a walk jumped over (once); it may jump
@@ -222,146 +179,13 @@ class Dies:
         pending = cu.pending.pop(off, None)
         if pending is not None:
             start, end, stack = pending
-            self._walk_dies(cu, start, end, stack)
+            walk_dies(self, cu, start, end, stack)
 
-    def _walk_dies(self, cu: _Cu, pos: int, end: int,
-                   stack: list[tuple[int, int, int]]) -> None:
-        """The walk from `pos` to `end` with `stack` the open DIEs with children:
-        (offset, subprogram offset | 0 none | -1 nested, node index). One long loop: it runs
-        for every DIE a profile reaches."""
-        parents = self._parents
-        read = self._read_die
-        skips = self._skips(cu)
-        info = self._s["info"]
-        unit_end = cu.end
-        base = cu.offset
-        while pos < end:
-            off = pos
-            code = info[pos]
-            if code < 0x80:
-                pos += 1
-            else:
-                code, pos = uleb(info, pos)
-            if code == 0:
-                if stack:
-                    stack.pop()
-                continue
-            entry = skips.get(code)
-            if entry is None:
-                raise DwarfError("unknown abbreviation")
-            tag, children, plan, sibling_at = entry
-            if stack:
-                parent_off, sub, node = stack[-1]
-            else:
-                parent_off, sub, node = -1, 0, -1
-            sibling = None
-            if plan is None or (tag == _TAG_SUBPROGRAM and sub == 0) or (
-                    sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK)):
-                tag, children, attrs, pos = read(cu, off)
-                if tag == _TAG_SUBPROGRAM:
-                    sibling = attrs.get(_AT_SIBLING)
-            else:
-                if sibling_at is not None and tag in _TYPE_TAGS:
-                    sibling = base + int.from_bytes(info[pos + sibling_at:pos + sibling_at + 4],
-                                                    self._byteorder)
-                pos = pos + plan if type(plan) is int else self._skip(plan, info, pos)
-                if pos > unit_end:
-                    raise DwarfError("DIE overruns its unit")
-                attrs = None
-            if parent_off >= 0 and (children or tag == _TAG_SUBPROGRAM or tag == _TAG_INLINED):
-                parents[off] = parent_off
-            if tag == _TAG_SUBPROGRAM:
-                if sub == 0:
-                    ranges = self._ranges(cu, attrs)
-                    if ranges:
-                        cu.subprograms.append((off, ranges))
-                        cu.nodes[off] = []
-                        sub, node = off, -1
-                    else:
-                        sub = -1
-                else:
-                    sub = -1
-            elif sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK):
-                has_pc = _AT_LOW_PC in attrs or _AT_RANGES in attrs
-                nodes = cu.nodes[sub]
-                nodes.append((off, node, self._ranges(cu, attrs) if has_pc else None,
-                              tag == _TAG_INLINED))
-                node = len(nodes) - 1
-            if children:
-                if len(stack) >= _MAX_DEPTH:
-                    raise DwarfError("DIE tree too deep")
-                if type(sibling) is int and pos < sibling <= end:
-                    cu.pending[off] = (pos, sibling, stack + [(off, sub, node)])
-                    pos = sibling
-                    continue
-                stack.append((off, sub, node))
-
-    def _skips(self, cu: _Cu) -> dict[int, tuple[int, bool, tuple | None, int | None]]:
-        """abbreviation code -> (tag, has children, skip plan or None to decode fully,
-        position of a DW_FORM_ref4 DW_AT_sibling among the fixed-size leading values).
-
-        A plan is the byte count of fixed-size values only, or ((fixed bytes,
-        variable-length form or 0), ...) for the unit's sizes;
-        DW_FORM_indirect and unknown forms get None, so they fail as in _read_die."""
-        if cu.skips is not None:
-            return cu.skips
-        addr, offset = cu.addr_size, cu.off_size
-        ref_addr = addr if cu.version == 2 else offset
-        out = {}
-        for code, (tag, children, specs, _flags) in self._abbrevs(cu).items():
-            plan: list[tuple[int, int]] | None = []
-            fixed = 0
-            sibling_at = None
-            for attr, form, _implicit in specs:
-                if attr == _AT_SIBLING and form == 0x13 and not plan:
-                    sibling_at = fixed
-                size = _FIXED_FORMS.get(form)
-                if size is None:
-                    if form == 0x01:
-                        size = addr
-                    elif form in _OFFSET_FORMS:
-                        size = offset
-                    elif form == 0x10:
-                        size = ref_addr
-                    elif form in _VAR_FORMS:
-                        plan.append((fixed, form))
-                        fixed = 0
-                        continue
-                    else:
-                        plan = None
-                        break
-                fixed += size
-            if plan:
-                plan.append((fixed, 0))
-                plan = tuple(plan)
-            elif plan is not None:  # fixed-size values only (most DIEs): a plain byte count
-                plan = fixed
-            out[code] = (tag, children, plan, sibling_at)
-        cu.skips = out
-        return out
-
-    def _skip(self, plan: tuple, info, pos: int) -> int:
-        """Position after the attribute values described by a skip plan."""
-        for fixed, form in plan:
-            pos += fixed
-            if not form:
-                continue
-            if form in _LEB_FORMS:
-                while info[pos] >= 0x80:
-                    pos += 1
-                pos += 1
-            elif form == 0x08:
-                pos = self._cstr(info, pos)[1]
-            elif form == 0x18 or form == 0x09:
-                n, pos = uleb(info, pos)
-                pos += n
-            elif form == 0x0A:
-                pos += 1 + info[pos]
-            elif form == 0x03:
-                pos += 2 + self._u("H", info, pos)
-            else:  # 0x04
-                pos += 4 + self._u("I", info, pos)
-        return pos
+    def _table(self, cu: _Cu) -> _Table:
+        if cu.skips is None:
+            cu.skips = _Table(self._abbrevs(cu), cu.addr_size, cu.off_size,
+                              cu.addr_size if cu.version == 2 else cu.off_size)
+        return cu.skips
 
     def _die(self, off: int) -> tuple[_Cu, int, dict]:
         """(unit, tag, attributes) of the DIE at section offset `off`."""
@@ -438,3 +262,279 @@ class Dies:
                 depth += 1
         return out
 
+
+
+# How _skip steps over a variable-length value (the kind _Table.steps holds for its form).
+_SKIP_LEB, _SKIP_STRING, _SKIP_BLOCK, _SKIP_BLOCK1, _SKIP_BLOCK2, _SKIP_BLOCK4 = 1, 2, 3, 4, 5, 6
+_SKIP_KINDS = {**dict.fromkeys(_LEB_FORMS, _SKIP_LEB), 0x08: _SKIP_STRING, 0x18: _SKIP_BLOCK,
+               0x09: _SKIP_BLOCK, 0x0A: _SKIP_BLOCK1, 0x03: _SKIP_BLOCK2, 0x04: _SKIP_BLOCK4}
+# A unit's abbreviation codes are numbered from 1 by every producer; sparser ones are looked up
+# in a dict
+_DENSE_SLACK = 1024
+
+
+class _Table:
+    """A unit's abbreviations as the DIE walk reads them, in arrays by slot: the tag, whether
+    the DIE has children, how its attribute values are skipped (`size`: their byte count when
+    all are of fixed size, -1 for the steps from `steps_at`, -2 when they are decoded instead:
+    DW_FORM_indirect, unknown forms) and where a type's DW_FORM_ref4 DW_AT_sibling is among the
+    fixed-size leading values (-1: none). `steps` holds (fixed bytes, _SKIP_* kind or 0 at the
+    end) pairs; `slots` gives the slot of a code below len(slots), `sparse` of the others."""
+
+    def __init__(self, abbrevs: dict, addr: int, offset: int, ref_addr: int) -> None:
+        top = max(abbrevs, default=0)
+        dense = top < 2 * len(abbrevs) + _DENSE_SLACK
+        slots = array("i", [-1]) * (top + 1 if dense else 0)
+        sparse = {}
+        tags, children, sizes = array("i"), array("b"), array("q")
+        sibling_ats, steps_at, steps = array("i"), array("i"), array("q")
+        for code, (tag, has_children, specs, _flags) in abbrevs.items():
+            if dense:
+                slots[code] = len(tags)
+            else:
+                sparse[code] = len(tags)
+            tags.append(tag if tag < 0x7FFFFFFF else -1)
+            children.append(has_children)
+            steps_at.append(len(steps))
+            fixed = 0
+            sibling_at = -1
+            variable = False
+            for attr, form, _implicit in specs:
+                if attr == _AT_SIBLING and form == 0x13 and not variable and tag in _TYPE_TAGS:
+                    sibling_at = fixed
+                size = _FIXED_FORMS.get(form)
+                if size is None:
+                    if form == 0x01:
+                        size = addr
+                    elif form in _OFFSET_FORMS:
+                        size = offset
+                    elif form == 0x10:
+                        size = ref_addr
+                    elif form in _SKIP_KINDS:
+                        steps.extend((fixed, _SKIP_KINDS[form]))
+                        fixed = 0
+                        variable = True
+                        continue
+                    else:
+                        fixed = -2
+                        break
+                fixed += size
+            if fixed == -2:
+                sizes.append(-2)
+            elif variable:
+                steps.extend((fixed, 0))
+                sizes.append(-1)
+            else:
+                sizes.append(fixed)
+            sibling_ats.append(sibling_at)
+        self.slots, self.sparse, self.tags, self.children = slots, sparse, tags, children
+        self.size, self.sibling_at, self.steps_at, self.steps = sizes, sibling_ats, steps_at, steps
+
+    def slot(self, code: int) -> int:
+        """Slot of abbreviation `code`, -1 for a code the unit does not have."""
+        if code < len(self.slots):
+            return self.slots[code]
+        return self.sparse.get(code, -1)
+
+
+def _uint(data, pos: int, n: int, little: bool) -> int:
+    """The n-byte (1-8) unsigned number at `pos`."""
+    value = 0
+    if little:
+        i = n - 1
+        while i >= 0:
+            value = value << 8 | data[pos + i]
+            i -= 1
+    else:
+        i = 0
+        while i < n:
+            value = value << 8 | data[pos + i]
+            i += 1
+    return value
+
+
+def _skip(info, t: _Table, at: int, pos: int, little: bool) -> int:
+    """Position after the attribute values whose skip steps start at `at`."""
+    steps = t.steps
+    while True:
+        pos += steps[at]
+        kind = steps[at + 1]
+        at += 2
+        if kind == 0:
+            return pos
+        if kind == _SKIP_LEB:
+            pos = uleb_end(info, pos)
+        elif kind == _SKIP_STRING:
+            while info[pos]:
+                pos += 1
+            pos += 1
+        elif kind == _SKIP_BLOCK:
+            n = uleb_value(info, pos)
+            pos = uleb_end(info, pos)
+            if n > len(info) - pos:
+                raise DwarfError("DIE overruns its unit")
+            pos += n
+        elif kind == _SKIP_BLOCK1:
+            pos += 1 + info[pos]
+        elif kind == _SKIP_BLOCK2:
+            pos += 2 + _uint(info, pos, 2, little)
+        else:
+            pos += 4 + _uint(info, pos, 4, little)
+
+
+def read_die(dw: Dies, cu: _Cu, sec, off: int) -> tuple[int, bool, dict, int]:
+    """Dies._read_die over `sec`, the .debug_info section. The commonest forms are decoded
+    here (a _form call costs more than their decoding), the others by Dies._form."""
+    info = sec
+    code = info[off]
+    if code < 0x80:
+        pos = off + 1
+    else:
+        code = uleb_value(info, off)
+        pos = uleb_end(info, off)
+    if code == 0:
+        return 0, False, {}, pos
+    abbrev = dw._abbrevs(cu).get(code)
+    if abbrev is None:
+        raise DwarfError("unknown abbreviation")
+    tag, children, specs, flags = abbrev
+    attrs = {}
+    little = dw._e == "<"
+    base = cu.offset
+    off4 = cu.off_size == 4
+    addr8 = cu.addr_size == 8
+    for spec in specs:
+        attr = spec[0]
+        form = spec[1]
+        if form == 0x13:  # ref4
+            attrs[attr] = _uint(info, pos, 4, little) + base
+            pos += 4
+        elif form == 0x0B:  # data1
+            attrs[attr] = info[pos]
+            pos += 1
+        elif form == 0x19:  # flag_present
+            attrs[attr] = 1
+        elif form == 0x21:  # implicit_const
+            attrs[attr] = spec[2]
+        elif form == 0x0E and off4:  # strp
+            attrs[attr] = (0x0E, _uint(info, pos, 4, little))
+            pos += 4
+        elif form == 0x05:  # data2
+            attrs[attr] = _uint(info, pos, 2, little)
+            pos += 2
+        elif form == 0x06:  # data4
+            attrs[attr] = _uint(info, pos, 4, little)
+            pos += 4
+        elif (form == 0x01 and addr8) or form == 0x07:  # addr, data8
+            attrs[attr] = _uint(info, pos, 8, little)
+            pos += 8
+        elif form == 0x0F and info[pos] < 0x80:  # one-byte udata
+            attrs[attr] = info[pos]
+            pos += 1
+        elif form == 0x17 and off4:  # sec_offset
+            attrs[attr] = _uint(info, pos, 4, little)
+            pos += 4
+        else:
+            attrs[attr], pos = dw._form(cu, form, spec[2], sec, pos)
+    if flags is not None:
+        attrs[_FLAGS] = flags
+    if pos > cu.end:
+        raise DwarfError("DIE overruns its unit")
+    return tag, children, attrs, pos
+
+
+# room for the deepest tree a walk accepts, three numbers per open DIE
+_NO_STACK = array("q", bytes(8 * 3 * (_MAX_DEPTH + 1)))
+
+
+def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
+    """The walk of Dies._walk from `pos` to `end`, with `stack` the open DIEs with children,
+    three numbers each: offset, subprogram offset (0 none, -1 nested), node index. One long
+    loop over C numbers: it runs for every DIE a profile reaches, and only the DIEs it keeps
+    (subprograms, their scopes) are decoded into Python objects."""
+    sec = dw._s["info"]
+    info = sec
+    t = dw._table(cu)
+    tags = t.tags
+    kids = t.children
+    sizes = t.size
+    sibling_at = t.sibling_at
+    parents = dw._parents
+    little = dw._e == "<"
+    unit_end = cu.end
+    base = cu.offset
+    depth = len(stack) // 3
+    buf = stack + _NO_STACK
+    frames = buf
+    while pos < end:
+        off = pos
+        code = info[pos]
+        if code < 0x80:
+            pos += 1
+        else:
+            code = uleb_value(info, pos)
+            pos = uleb_end(info, pos)
+        if code == 0:
+            if depth:
+                depth -= 1
+            continue
+        i = t.slot(code)
+        if i < 0:
+            raise DwarfError("unknown abbreviation")
+        tag = tags[i]
+        children = kids[i]
+        if depth:
+            parent_off = frames[3 * depth - 3]
+            sub = frames[3 * depth - 2]
+            node = frames[3 * depth - 1]
+        else:
+            parent_off = -1
+            sub = 0
+            node = -1
+        sibling = -1
+        size = sizes[i]
+        if size == -2 or (tag == _TAG_SUBPROGRAM and sub == 0) or (
+                sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK)):
+            _, _, attrs, pos = read_die(dw, cu, sec, off)
+            if tag == _TAG_SUBPROGRAM:
+                v = attrs.get(_AT_SIBLING)
+                if type(v) is int and pos < v <= end:
+                    sibling = v
+        else:
+            if sibling_at[i] >= 0:
+                sibling = base + _uint(info, pos + sibling_at[i], 4, little)
+            pos = pos + size if size >= 0 else _skip(info, t, t.steps_at[i], pos, little)
+            if pos > unit_end:
+                raise DwarfError("DIE overruns its unit")
+            attrs = None
+        if parent_off >= 0 and (children or tag == _TAG_SUBPROGRAM or tag == _TAG_INLINED):
+            parents[off] = parent_off
+        if tag == _TAG_SUBPROGRAM:
+            if sub == 0:
+                ranges = dw._ranges(cu, attrs)
+                if ranges:
+                    cu.subprograms.append((off, ranges))
+                    cu.nodes[off] = []
+                    sub = off
+                    node = -1
+                else:
+                    sub = -1
+            else:
+                sub = -1
+        elif sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK):
+            has_pc = _AT_LOW_PC in attrs or _AT_RANGES in attrs
+            nodes = cu.nodes[sub]
+            nodes.append((off, node, dw._ranges(cu, attrs) if has_pc else None,
+                          tag == _TAG_INLINED))
+            node = len(nodes) - 1
+        if children:
+            if depth >= _MAX_DEPTH:
+                raise DwarfError("DIE tree too deep")
+            if pos < sibling <= end:
+                cu.pending[off] = (pos, sibling, buf[:3 * depth] + array("q", (off, sub, node)))
+                pos = sibling
+                continue
+            frames[3 * depth] = off
+            frames[3 * depth + 1] = sub
+            frames[3 * depth + 2] = node
+            depth += 1

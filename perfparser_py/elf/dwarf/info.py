@@ -35,8 +35,6 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         self._s = secs
         self._e = "<" if little else ">"
         self._byteorder = "little" if little else "big"
-        self._u32 = struct.Struct(self._e + "I").unpack_from
-        self._u16 = struct.Struct(self._e + "H").unpack_from
         self._unit_offsets: list[int] | None = None
         self._headers: dict[int, tuple[int, int, int, int, int, int]] = {}
         self._cus: dict[int, _Cu] = {}

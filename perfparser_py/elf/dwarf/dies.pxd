@@ -1,0 +1,40 @@
+# C types of dies.py when compiled (setup.py); the .py stays the source of truth. The walk
+# reads .debug_info through a typed memoryview, its positions, abbreviation slots, tags and
+# open-DIE stack are C integers, and the abbreviation table is C arrays; only the DIEs it
+# keeps are decoded into Python objects.
+
+cimport cython
+
+from perfparser_py.elf.leb128 cimport uleb_end, uleb_value
+
+
+cdef class _Table:
+    cdef public int[:] slots, tags, sibling_at, steps_at
+    cdef public signed char[:] children
+    cdef public long long[:] size, steps
+    cdef public dict sparse
+
+    cdef Py_ssize_t slot(self, long long code) except? -2
+
+
+@cython.locals(value="unsigned long long", i=Py_ssize_t)
+cdef unsigned long long _uint(const unsigned char[:] data, Py_ssize_t pos, int n,
+                              bint little) except? 0xFFFFFFFFFFFFFFFF
+
+@cython.locals(steps="long long[:]", kind="long long", n="long long")
+cdef Py_ssize_t _skip(const unsigned char[:] info, _Table t, Py_ssize_t at, Py_ssize_t pos,
+                      bint little) except -1
+
+@cython.locals(info="const unsigned char[:]", code="long long", pos=Py_ssize_t, little=bint,
+               base=Py_ssize_t, off4=bint, addr8=bint, form="long long", attrs=dict,
+               spec=tuple, specs=list)
+cpdef tuple read_die(object dw, object cu, object sec, Py_ssize_t off)
+
+@cython.locals(info="const unsigned char[:]", t=_Table, tags="int[:]", kids="signed char[:]",
+               sizes="long long[:]", sibling_at="int[:]", parents=dict, little=bint,
+               unit_end=Py_ssize_t, base=Py_ssize_t, depth=Py_ssize_t,
+               frames="long long[:]", off=Py_ssize_t, code="long long", i=Py_ssize_t,
+               tag=int, children=bint, parent_off="long long", sub="long long",
+               node="long long", sibling="long long", size="long long", has_pc=bint,
+               nodes=list)
+cpdef walk_dies(object dw, object cu, Py_ssize_t pos, Py_ssize_t end, object stack)
