@@ -1,7 +1,8 @@
-"""LEB128 decoding shared by the CFI and DWARF readers.
+"""LEB128 and fixed-size number decoding shared by the CFI and DWARF readers.
 
-Both functions take a bytes-like buffer and a position and return (value, next position);
-reading past the end raises IndexError, which the callers turn into "no data".
+uleb and sleb take a bytes-like buffer and a position and return (value, next position); the
+others, for the compiled readers, return one number each. Reading past the end raises
+IndexError, which the callers turn into "no data".
 """
 
 from __future__ import annotations
@@ -62,3 +63,19 @@ def uleb_value(data, pos: int) -> int:
             return value
         pos += 1
         shift += 7
+
+
+def uint_at(data, pos: int, n: int, little: bool) -> int:
+    """The n-byte (1-8) unsigned number at `pos`."""
+    value = 0
+    if little:
+        i = n - 1
+        while i >= 0:
+            value = value << 8 | data[pos + i]
+            i -= 1
+    else:
+        i = 0
+        while i < n:
+            value = value << 8 | data[pos + i]
+            i += 1
+    return value

@@ -5,7 +5,11 @@
 
 cimport cython
 
-from perfparser_py.elf.leb128 cimport uleb_end, uleb_value
+from perfparser_py.elf.dwarf.ranges cimport ranges_of
+from perfparser_py.elf.leb128 cimport uint_at, uleb_end, uleb_value
+
+# the tags the walk tests, C numbers
+cdef int _TAG_SUBPROGRAM, _TAG_INLINED, _TAG_LEXICAL_BLOCK, _MAX_DEPTH
 
 
 cdef class _Table:
@@ -16,10 +20,6 @@ cdef class _Table:
 
     cdef Py_ssize_t slot(self, long long code) except? -2
 
-
-@cython.locals(value="unsigned long long", i=Py_ssize_t)
-cdef unsigned long long _uint(const unsigned char[:] data, Py_ssize_t pos, int n,
-                              bint little) except? 0xFFFFFFFFFFFFFFFF
 
 @cython.locals(steps="long long[:]", kind="long long", n="long long")
 cdef Py_ssize_t _skip(const unsigned char[:] info, _Table t, Py_ssize_t at, Py_ssize_t pos,

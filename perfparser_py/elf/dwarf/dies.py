@@ -6,12 +6,13 @@ from __future__ import annotations
 import struct
 from array import array
 
-from ..leb128 import sleb, uleb, uleb_end, uleb_value
+from ..leb128 import sleb, uint_at, uleb, uleb_end, uleb_value
 from .constants import (
     DwarfError, _AT_ABSTRACT_ORIGIN, _AT_LOW_PC, _AT_RANGES, _AT_SIBLING, _AT_SPECIFICATION,
     _FIXED_FORMS, _FLAGS, _LEB_FORMS, _MAX_DEPTH, _MAX_RANGES, _MAX_REF_CHAIN, _OFFSET_FORMS,
     _TAG_INLINED, _TAG_LEXICAL_BLOCK, _TAG_SUBPROGRAM, _TYPE_TAGS,
 )
+from .ranges import ranges_of
 from .units import _Cu
 
 
@@ -337,22 +338,6 @@ class _Table:
         return self.sparse.get(code, -1)
 
 
-def _uint(data, pos: int, n: int, little: bool) -> int:
-    """The n-byte (1-8) unsigned number at `pos`."""
-    value = 0
-    if little:
-        i = n - 1
-        while i >= 0:
-            value = value << 8 | data[pos + i]
-            i -= 1
-    else:
-        i = 0
-        while i < n:
-            value = value << 8 | data[pos + i]
-            i += 1
-    return value
-
-
 def _skip(info, t: _Table, at: int, pos: int, little: bool) -> int:
     """Position after the attribute values whose skip steps start at `at`."""
     steps = t.steps
@@ -377,9 +362,9 @@ def _skip(info, t: _Table, at: int, pos: int, little: bool) -> int:
         elif kind == _SKIP_BLOCK1:
             pos += 1 + info[pos]
         elif kind == _SKIP_BLOCK2:
-            pos += 2 + _uint(info, pos, 2, little)
+            pos += 2 + uint_at(info, pos, 2, little)
         else:
-            pos += 4 + _uint(info, pos, 4, little)
+            pos += 4 + uint_at(info, pos, 4, little)
 
 
 def read_die(dw: Dies, cu: _Cu, sec, off: int) -> tuple[int, bool, dict, int]:
@@ -407,7 +392,7 @@ def read_die(dw: Dies, cu: _Cu, sec, off: int) -> tuple[int, bool, dict, int]:
         attr = spec[0]
         form = spec[1]
         if form == 0x13:  # ref4
-            attrs[attr] = _uint(info, pos, 4, little) + base
+            attrs[attr] = uint_at(info, pos, 4, little) + base
             pos += 4
         elif form == 0x0B:  # data1
             attrs[attr] = info[pos]
@@ -417,23 +402,26 @@ def read_die(dw: Dies, cu: _Cu, sec, off: int) -> tuple[int, bool, dict, int]:
         elif form == 0x21:  # implicit_const
             attrs[attr] = spec[2]
         elif form == 0x0E and off4:  # strp
-            attrs[attr] = (0x0E, _uint(info, pos, 4, little))
+            attrs[attr] = (0x0E, uint_at(info, pos, 4, little))
             pos += 4
         elif form == 0x05:  # data2
-            attrs[attr] = _uint(info, pos, 2, little)
+            attrs[attr] = uint_at(info, pos, 2, little)
             pos += 2
         elif form == 0x06:  # data4
-            attrs[attr] = _uint(info, pos, 4, little)
+            attrs[attr] = uint_at(info, pos, 4, little)
             pos += 4
         elif (form == 0x01 and addr8) or form == 0x07:  # addr, data8
-            attrs[attr] = _uint(info, pos, 8, little)
+            attrs[attr] = uint_at(info, pos, 8, little)
             pos += 8
         elif form == 0x0F and info[pos] < 0x80:  # one-byte udata
             attrs[attr] = info[pos]
             pos += 1
         elif form == 0x17 and off4:  # sec_offset
-            attrs[attr] = _uint(info, pos, 4, little)
+            attrs[attr] = uint_at(info, pos, 4, little)
             pos += 4
+        elif (form == 0x18 or form == 0x09) and info[pos] < 0x80:  # exprloc, block: short
+            attrs[attr] = None
+            pos += 1 + info[pos]
         else:
             attrs[attr], pos = dw._form(cu, form, spec[2], sec, pos)
     if flags is not None:
@@ -502,7 +490,7 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
                     sibling = v
         else:
             if sibling_at[i] >= 0:
-                sibling = base + _uint(info, pos + sibling_at[i], 4, little)
+                sibling = base + uint_at(info, pos + sibling_at[i], 4, little)
             pos = pos + size if size >= 0 else _skip(info, t, t.steps_at[i], pos, little)
             if pos > unit_end:
                 raise DwarfError("DIE overruns its unit")
@@ -511,7 +499,7 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
             parents[off] = parent_off
         if tag == _TAG_SUBPROGRAM:
             if sub == 0:
-                ranges = dw._ranges(cu, attrs)
+                ranges = ranges_of(dw, cu, attrs)
                 if ranges:
                     cu.subprograms.append((off, ranges))
                     cu.nodes[off] = []
@@ -524,7 +512,7 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
         elif sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK):
             has_pc = _AT_LOW_PC in attrs or _AT_RANGES in attrs
             nodes = cu.nodes[sub]
-            nodes.append((off, node, dw._ranges(cu, attrs) if has_pc else None,
+            nodes.append((off, node, ranges_of(dw, cu, attrs) if has_pc else None,
                           tag == _TAG_INLINED))
             node = len(nodes) - 1
         if children:

@@ -9,7 +9,7 @@ from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
 
-from ..leb128 import sleb, uleb
+from ..leb128 import sleb, uint_at, uleb, uleb_end
 from .constants import DwarfError, _MALFORMED
 from .units import _Cu
 
@@ -70,8 +70,13 @@ class Lines:
         # elfutils order: by address, an end_sequence before a row at the same address,
         # otherwise program order.
         rows.sort()
-        cu.line_addrs = _packed(lambda: map(itemgetter(0), rows), "Q")
-        cu.lines = _packed(lambda: chain.from_iterable(map(itemgetter(3, 4, 5), rows)), "iq")
+        packed = _pack_rows(rows)
+        if packed is None:  # numbers beyond 32 or 64 bits: wider arrays, or lists
+            cu.line_addrs = _packed(lambda: map(itemgetter(0), rows), "Q")
+            cu.lines = _packed(lambda: chain.from_iterable(map(itemgetter(3, 4, 5), rows)),
+                               "iq")
+        else:
+            cu.line_addrs, cu.lines = packed
 
     def _line_header_entries(self, cu: _Cu, data, pos: int) -> tuple[list, int]:
         """DWARF 5 directory/file entry list: ([(path, directory index)], next position)."""
@@ -152,99 +157,136 @@ class Lines:
                 _, pos = uleb(data, pos)
                 cu.files.append((name, d))
         del default_is_stmt  # is_stmt does not affect which row an address maps to
-        pos = program
-        rows: list[tuple] = []
-        seq = 0
-        addr = 0
-        op_index = 0
-        file = 1
-        line = 1
-        column = 0
-        byteorder = "little" if self._e == "<" else "big"
+        return _run(self, cu, data, program, end, version, min_inst, max_ops, line_range,
+                    opcode_base, line_base, std_lengths)
 
-        def advance(operation: int) -> None:
-            nonlocal addr, op_index
-            if max_ops == 1:
+
+def _run(dw: Lines, cu: _Cu, sec, pos: int, end: int, version: int, min_inst: int,
+         max_ops: int, line_range: int, opcode_base: int, line_base: int,
+         std_lengths: bytes) -> list[tuple]:
+    """The rows (address, 0 for an end_sequence else 1, sequence number, file, line, column)
+    of the line program from `pos` to `end`.
+
+    This loop runs for every row of every line table a profile hits: positions and opcodes
+    are C numbers; addresses, lines, files and columns stay Python ints (hostile tables
+    hold numbers beyond 64 bits). Special opcodes (most of a program) step by table
+    lookups when max_ops is 1 (all but VLIW), the frequent set_column / advance_line read
+    one-byte LEB128 operands inline, and the standard opcodes are tested in the order of
+    their frequency in GCC's output."""
+    data = sec
+    rows: list[tuple] = []
+    seq = 0
+    addr = 0
+    op_index = 0
+    file = 1
+    line = 1
+    column = 0
+    little = dw._e == "<"
+    addr_step, line_step = _special_steps(opcode_base, line_range, min_inst, line_base)
+    simple = max_ops == 1
+    while pos < end:
+        op = data[pos]
+        pos += 1
+        if op >= opcode_base:
+            if simple:
+                addr += addr_step[op]
+            else:
+                addr, op_index = _advance(addr, op_index, (op - opcode_base) // line_range,
+                                          min_inst, max_ops)
+            line += line_step[op]
+            rows.append((addr, 1, seq, file, line, column))
+            seq += 1
+        elif op == 5:
+            if data[pos] < 0x80:
+                column = data[pos]
+                pos += 1
+            else:
+                column, pos = uleb(sec, pos)
+        elif op == 6 or op == 7 or op == 10 or op == 11:  # negate_stmt (frequent), flags
+            pass
+        elif op == 1:  # copy
+            rows.append((addr, 1, seq, file, line, column))
+            seq += 1
+        elif op == 3:
+            v = data[pos]
+            if v < 0x40:
+                pos += 1
+                line += v
+            elif v < 0x80:
+                pos += 1
+                line += v - 0x80
+            else:
+                delta, pos = sleb(sec, pos)
+                line += delta
+        elif op == 2:
+            operation, pos = uleb(sec, pos)
+            if simple:
                 addr += min_inst * operation
             else:
-                addr += min_inst * ((op_index + operation) // max_ops)
-                op_index = (op_index + operation) % max_ops
-
-        # This loop runs for every row of every line table a profile hits: special opcodes
-        # (most of a program) step by table lookups when max_ops is 1 (all but VLIW), and
-        # the frequent set_column / advance_line read one-byte LEB128 operands inline; the
-        # standard opcodes are tested in the order of their frequency in GCC's output.
-        addr_step, line_step = _special_steps(opcode_base, line_range, min_inst, line_base)
-        simple = max_ops == 1
-        while pos < end:
-            op = data[pos]
-            pos += 1
-            if op >= opcode_base:
-                if simple:
-                    addr += addr_step[op]
-                else:
-                    advance((op - opcode_base) // line_range)
-                line += line_step[op]
-                rows.append((addr, 1, seq, file, line, column))
+                addr, op_index = _advance(addr, op_index, operation, min_inst, max_ops)
+        elif op == 0:
+            n, pos = uleb(sec, pos)
+            sub_end = pos + n
+            if n == 0 or sub_end > end:
+                raise DwarfError("bad extended opcode")
+            sub = data[pos]
+            if sub == 1:  # end_sequence
+                rows.append((addr, 0, seq, -1, line, column))  # file -1: the end
                 seq += 1
-            elif op == 5:
-                column = data[pos]
-                if column < 0x80:
-                    pos += 1
-                else:
-                    column, pos = uleb(data, pos)
-            elif op == 6 or op == 7 or op == 10 or op == 11:  # negate_stmt (frequent), flags
-                pass
-            elif op == 1:  # copy
-                rows.append((addr, 1, seq, file, line, column))
-                seq += 1
-            elif op == 3:
-                v = data[pos]
-                if v < 0x40:
-                    pos += 1
-                    line += v
-                elif v < 0x80:
-                    pos += 1
-                    line += v - 0x80
-                else:
-                    v, pos = sleb(data, pos)
-                    line += v
-            elif op == 2:
-                v, pos = uleb(data, pos)
-                advance(v)
-            elif op == 0:
-                n, pos = uleb(data, pos)
-                sub_end = pos + n
-                if n == 0 or sub_end > end:
-                    raise DwarfError("bad extended opcode")
-                sub = data[pos]
-                if sub == 1:  # end_sequence
-                    rows.append((addr, 0, seq, -1, line, column))  # file -1: the end
-                    seq += 1
-                    addr = op_index = 0
-                    file, line, column = 1, 1, 0
-                elif sub == 2:  # set_address
-                    addr = int.from_bytes(data[pos + 1:sub_end], byteorder)
-                    op_index = 0
-                elif sub == 3 and version < 5:  # define_file
-                    name, p = self._cstr(data, pos + 1)
-                    d, _ = uleb(data, p)
-                    cu.files.append((name, d))
-                pos = sub_end
-            elif op == 4:
-                file, pos = uleb(data, pos)
-            elif op == 8:  # const_add_pc
-                advance((255 - opcode_base) // line_range)
-            elif op == 9:  # fixed_advance_pc
-                addr += u("H", data, pos)
+                addr = op_index = 0
+                file, line, column = 1, 1, 0
+            elif sub == 2:  # set_address
+                addr = int.from_bytes(sec[pos + 1:sub_end], "little" if little else "big")
                 op_index = 0
-                pos += 2
-            elif op == 12:  # set_isa
-                _, pos = uleb(data, pos)
-            else:  # unknown standard opcode: skip its operands
-                for _ in range(std_lengths[op - 1]):
-                    _, pos = uleb(data, pos)
-        return rows
+            elif sub == 3 and version < 5:  # define_file
+                name, p = dw._cstr(sec, pos + 1)
+                d, _ = uleb(sec, p)
+                cu.files.append((name, d))
+            pos = sub_end
+        elif op == 4:
+            file, pos = uleb(sec, pos)
+        elif op == 8:  # const_add_pc
+            addr, op_index = _advance(addr, op_index, (255 - opcode_base) // line_range,
+                                      min_inst, max_ops)
+        elif op == 9:  # fixed_advance_pc
+            addr += uint_at(data, pos, 2, little)
+            op_index = 0
+            pos += 2
+        elif op == 12:  # set_isa
+            pos = uleb_end(data, pos)
+        else:  # unknown standard opcode: skip its operands
+            for _ in range(std_lengths[op - 1]):
+                pos = uleb_end(data, pos)
+    return rows
+
+
+def _advance(addr: int, op_index: int, operation: int, min_inst: int,
+             max_ops: int) -> tuple[int, int]:
+    """(address, op_index) after advancing by `operation` (DWARF 5 §6.2.5.1)."""
+    if max_ops == 1:
+        return addr + min_inst * operation, op_index
+    return (addr + min_inst * ((op_index + operation) // max_ops),
+            (op_index + operation) % max_ops)
+
+
+def _pack_rows(rows: list[tuple]) -> tuple[array, array] | None:
+    """(addresses, (file, line, column) of each row flattened) of line-table rows, in arrays
+    of 64-bit and 32-bit numbers; None when a number does not fit."""
+    n = len(rows)
+    addrs = array("Q", bytes(8 * n))
+    lines = array("i", bytes(12 * n))
+    a = addrs
+    flat = lines
+    try:
+        for k in range(n):
+            row = rows[k]
+            a[k] = row[0]
+            flat[3 * k] = row[3]
+            flat[3 * k + 1] = row[4]
+            flat[3 * k + 2] = row[5]
+    except OverflowError:
+        return None
+    return addrs, lines
 
 
 def _packed(make, codes: str) -> array | list:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..leb128 import uleb
+from ..leb128 import uint_at, uleb
 from .constants import DwarfError, _AT_HIGH_PC, _AT_LOW_PC, _AT_RANGES, _FLAGS, _MAX_RANGES
 from .units import _Cu
 
@@ -13,42 +13,7 @@ class Ranges:
 
     def _ranges(self, cu: _Cu, attrs: dict) -> list[tuple[int, int]]:
         """Address ranges [lo, hi) of a DIE from low/high pc or DW_AT_ranges."""
-        low = attrs.get(_AT_LOW_PC)
-        if low is not None and _AT_HIGH_PC in attrs:
-            high = attrs[_AT_HIGH_PC]
-            if high is None:
-                return []
-            if not attrs[_FLAGS][0]:
-                high = low + high
-            return [(low, high)] if high > low else []
-        rng = attrs.get(_AT_RANGES)
-        if rng is None:
-            return []
-        if cu.version >= 5:
-            return self._rnglist(cu, rng, attrs)
-        return self._debug_ranges(cu, rng)
-
-    def _debug_ranges(self, cu: _Cu, off: int) -> list[tuple[int, int]]:
-        data = self._s.get("ranges")
-        if data is None:
-            return []
-        n = cu.addr_size
-        fmt = "I" if n == 4 else "Q"
-        top = (1 << (8 * n)) - 1
-        base = cu.low_pc or 0
-        out = []
-        pos = off
-        while pos + 2 * n <= len(data) and len(out) < _MAX_RANGES:
-            a = self._u(fmt, data, pos)
-            b = self._u(fmt, data, pos + n)
-            pos += 2 * n
-            if a == 0 and b == 0:
-                break
-            if a == top:
-                base = b
-            elif b > a:
-                out.append((a + base, b + base))
-        return out
+        return ranges_of(self, cu, attrs)
 
     def _rnglist(self, cu: _Cu, value: int, attrs: dict) -> list[tuple[int, int]]:
         data = self._s.get("rnglists")
@@ -107,3 +72,47 @@ class Ranges:
             else:
                 raise DwarfError("bad range list entry")
         return out
+
+
+def ranges_of(dw: Ranges, cu: _Cu, attrs: dict) -> list[tuple[int, int]]:
+    """Ranges._ranges, a C call for the DIE walk."""
+    low = attrs.get(_AT_LOW_PC)
+    if low is not None and _AT_HIGH_PC in attrs:
+        high = attrs[_AT_HIGH_PC]
+        if high is None:
+            return []
+        if not attrs[_FLAGS][0]:
+            high = low + high
+        return [(low, high)] if high > low else []
+    rng = attrs.get(_AT_RANGES)
+    if rng is None:
+        return []
+    if cu.version >= 5:
+        return dw._rnglist(cu, rng, attrs)
+    return _debug_ranges(dw, cu, rng)
+
+
+def _debug_ranges(dw: Ranges, cu: _Cu, off: int) -> list[tuple[int, int]]:
+    sec = dw._s.get("ranges")
+    if sec is None:
+        return []
+    data = sec
+    n = cu.addr_size
+    little = dw._e == "<"
+    top = 0xFFFFFFFFFFFFFFFF >> (64 - 8 * n)
+    base = cu.low_pc or 0
+    out = []
+    if not 0 <= off <= len(data):
+        return []
+    pos = off
+    while pos + 2 * n <= len(data) and len(out) < _MAX_RANGES:
+        a = uint_at(data, pos, n, little)
+        b = uint_at(data, pos + n, n, little)
+        pos += 2 * n
+        if a == 0 and b == 0:
+            break
+        if a == top:
+            base = b
+        elif b > a:
+            out.append((a + base, b + base))
+    return out

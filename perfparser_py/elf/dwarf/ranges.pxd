@@ -1,0 +1,14 @@
+# C types of ranges.py when compiled (setup.py); the .py stays the source of truth. The DIE
+# walk calls ranges_of as a C function; .debug_ranges is read through a typed memoryview
+# (the addresses stay Python ints once a base is added: a base may come from any form).
+
+cimport cython
+
+from perfparser_py.elf.leb128 cimport uint_at
+
+
+cpdef list ranges_of(object dw, object cu, dict attrs)
+
+@cython.locals(data="const unsigned char[:]", n=int, little=bint, top="unsigned long long",
+               out=list, pos=Py_ssize_t, a="unsigned long long", b="unsigned long long")
+cpdef list _debug_ranges(object dw, object cu, object off)
