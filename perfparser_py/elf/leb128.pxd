@@ -1,7 +1,15 @@
-# C types of leb128.py when compiled (setup.py); uleb and sleb stay Python-level (their
-# callers pass any buffer); the compiled DWARF readers cimport the two below.
+# C types of leb128.py when compiled (setup.py); the compiled readers cimport them. uleb and
+# sleb take any buffer and keep their numbers Python ints (LEB128 numbers of any size); only
+# their bytes are C numbers.
 
 cimport cython
+
+
+@cython.locals(b=int)
+cpdef tuple uleb(object data, Py_ssize_t pos)
+
+@cython.locals(b=int)
+cpdef tuple sleb(object data, Py_ssize_t pos)
 
 
 @cython.locals(pos=Py_ssize_t)

@@ -25,10 +25,10 @@ cdef class _Table:
 cdef Py_ssize_t _skip(const unsigned char[:] info, _Table t, Py_ssize_t at, Py_ssize_t pos,
                       bint little) except -1
 
-@cython.locals(info="const unsigned char[:]", code="long long", pos=Py_ssize_t, little=bint,
-               base=Py_ssize_t, off4=bint, addr8=bint, form="long long", attrs=dict,
-               spec=tuple, specs=list)
-cpdef tuple read_die(object dw, object cu, object sec, Py_ssize_t off)
+@cython.locals(code="long long", pos=Py_ssize_t, little=bint, base=Py_ssize_t, off4=bint,
+               addr8=bint, form="long long", attrs=dict, spec=tuple, specs=list)
+cpdef tuple read_die(object dw, object cu, const unsigned char[:] info, object sec,
+                     dict abbrevs, Py_ssize_t off, bint ranged)
 
 @cython.locals(info="const unsigned char[:]", t=_Table, tags="int[:]", kids="signed char[:]",
                sizes="long long[:]", sibling_at="int[:]", parents=dict, little=bint,
@@ -36,5 +36,5 @@ cpdef tuple read_die(object dw, object cu, object sec, Py_ssize_t off)
                frames="long long[:]", off=Py_ssize_t, code="long long", i=Py_ssize_t,
                tag=int, children=bint, parent_off="long long", sub="long long",
                node="long long", sibling="long long", size="long long", has_pc=bint,
-               nodes=list)
+               nodes=list, abbrevs=dict)
 cpdef walk_dies(object dw, object cu, Py_ssize_t pos, Py_ssize_t end, object stack)

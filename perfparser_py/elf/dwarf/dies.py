@@ -8,7 +8,7 @@ from array import array
 
 from ..leb128 import sleb, uint_at, uleb, uleb_end, uleb_value
 from .constants import (
-    DwarfError, _AT_ABSTRACT_ORIGIN, _AT_LOW_PC, _AT_RANGES, _AT_SIBLING, _AT_SPECIFICATION,
+    DwarfError, _AT_ABSTRACT_ORIGIN, _AT_HIGH_PC, _AT_LOW_PC, _AT_RANGES, _AT_SIBLING, _AT_SPECIFICATION,
     _FIXED_FORMS, _FLAGS, _LEB_FORMS, _MAX_DEPTH, _MAX_RANGES, _MAX_REF_CHAIN, _OFFSET_FORMS,
     _TAG_INLINED, _TAG_LEXICAL_BLOCK, _TAG_SUBPROGRAM, _TYPE_TAGS,
 )
@@ -150,7 +150,8 @@ class Dies:
 
     def _read_die(self, cu: _Cu, off: int) -> tuple[int, bool, dict, int]:
         """(tag, has_children, {attr: value}, next offset); tag 0 for a null entry."""
-        return read_die(self, cu, self._s["info"], off)
+        sec = self._s["info"]
+        return read_die(self, cu, sec, sec, self._abbrevs(cu), off, False)
 
     # -------------------------------------------------------------- DIE tree
 
@@ -367,10 +368,12 @@ def _skip(info, t: _Table, at: int, pos: int, little: bool) -> int:
             pos += 4 + uint_at(info, pos, 4, little)
 
 
-def read_die(dw: Dies, cu: _Cu, sec, off: int) -> tuple[int, bool, dict, int]:
-    """Dies._read_die over `sec`, the .debug_info section. The commonest forms are decoded
-    here (a _form call costs more than their decoding), the others by Dies._form."""
-    info = sec
+def read_die(dw: Dies, cu: _Cu, info, sec, abbrevs: dict, off: int,
+             ranged: bool) -> tuple[int, bool, dict, int]:
+    """Dies._read_die over `sec`, the .debug_info section (`info` too, typed). With `ranged`,
+    only the attributes the DIE walk reads are kept (its ranges and sibling). The commonest
+    forms are decoded here (a _form call costs more than their decoding), the others by
+    Dies._form."""
     code = info[off]
     if code < 0x80:
         pos = off + 1
@@ -379,7 +382,7 @@ def read_die(dw: Dies, cu: _Cu, sec, off: int) -> tuple[int, bool, dict, int]:
         pos = uleb_end(info, off)
     if code == 0:
         return 0, False, {}, pos
-    abbrev = dw._abbrevs(cu).get(code)
+    abbrev = abbrevs.get(code)
     if abbrev is None:
         raise DwarfError("unknown abbreviation")
     tag, children, specs, flags = abbrev
@@ -389,46 +392,51 @@ def read_die(dw: Dies, cu: _Cu, sec, off: int) -> tuple[int, bool, dict, int]:
     off4 = cu.off_size == 4
     addr8 = cu.addr_size == 8
     for spec in specs:
-        attr = spec[0]
         form = spec[1]
         if form == 0x13:  # ref4
-            attrs[attr] = uint_at(info, pos, 4, little) + base
+            value = uint_at(info, pos, 4, little) + base
             pos += 4
         elif form == 0x0B:  # data1
-            attrs[attr] = info[pos]
+            value = info[pos]
             pos += 1
         elif form == 0x19:  # flag_present
-            attrs[attr] = 1
+            value = 1
         elif form == 0x21:  # implicit_const
-            attrs[attr] = spec[2]
+            value = spec[2]
         elif form == 0x0E and off4:  # strp
-            attrs[attr] = (0x0E, uint_at(info, pos, 4, little))
+            value = (0x0E, uint_at(info, pos, 4, little))
             pos += 4
         elif form == 0x05:  # data2
-            attrs[attr] = uint_at(info, pos, 2, little)
+            value = uint_at(info, pos, 2, little)
             pos += 2
         elif form == 0x06:  # data4
-            attrs[attr] = uint_at(info, pos, 4, little)
+            value = uint_at(info, pos, 4, little)
             pos += 4
         elif (form == 0x01 and addr8) or form == 0x07:  # addr, data8
-            attrs[attr] = uint_at(info, pos, 8, little)
+            value = uint_at(info, pos, 8, little)
             pos += 8
         elif form == 0x0F and info[pos] < 0x80:  # one-byte udata
-            attrs[attr] = info[pos]
+            value = info[pos]
             pos += 1
         elif form == 0x17 and off4:  # sec_offset
-            attrs[attr] = uint_at(info, pos, 4, little)
+            value = uint_at(info, pos, 4, little)
             pos += 4
         elif (form == 0x18 or form == 0x09) and info[pos] < 0x80:  # exprloc, block: short
-            attrs[attr] = None
+            value = None
             pos += 1 + info[pos]
         else:
-            attrs[attr], pos = dw._form(cu, form, spec[2], sec, pos)
+            value, pos = dw._form(cu, form, spec[2], sec, pos)
+        if not ranged or spec[0] in _WALKED_ATTRS:
+            attrs[spec[0]] = value
     if flags is not None:
         attrs[_FLAGS] = flags
     if pos > cu.end:
         raise DwarfError("DIE overruns its unit")
     return tag, children, attrs, pos
+
+
+# what the DIE walk reads of the DIEs it decodes (Ranges.ranges_of, the sibling)
+_WALKED_ATTRS = frozenset((_AT_LOW_PC, _AT_HIGH_PC, _AT_RANGES, _AT_SIBLING))
 
 
 # room for the deepest tree a walk accepts, three numbers per open DIE
@@ -443,6 +451,7 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
     sec = dw._s["info"]
     info = sec
     t = dw._table(cu)
+    abbrevs = dw._abbrevs(cu)
     tags = t.tags
     kids = t.children
     sizes = t.size
@@ -483,7 +492,7 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
         size = sizes[i]
         if size == -2 or (tag == _TAG_SUBPROGRAM and sub == 0) or (
                 sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK)):
-            _, _, attrs, pos = read_die(dw, cu, sec, off)
+            _, _, attrs, pos = read_die(dw, cu, info, sec, abbrevs, off, True)
             if tag == _TAG_SUBPROGRAM:
                 v = attrs.get(_AT_SIBLING)
                 if type(v) is int and pos < v <= end:

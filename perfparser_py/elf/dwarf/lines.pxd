@@ -5,7 +5,7 @@
 
 cimport cython
 
-from perfparser_py.elf.leb128 cimport uint_at, uleb_end
+from perfparser_py.elf.leb128 cimport sleb, uint_at, uleb, uleb_end
 
 
 @cython.locals(data="const unsigned char[:]", rows=list, seq=Py_ssize_t, little=bint,
