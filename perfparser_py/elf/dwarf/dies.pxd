@@ -10,6 +10,7 @@ from perfparser_py.elf.leb128 cimport uint_at, uleb_end, uleb_value
 
 # the tags the walk tests, C numbers
 cdef int _TAG_SUBPROGRAM, _TAG_INLINED, _TAG_LEXICAL_BLOCK, _MAX_DEPTH
+cdef int _UNSKIPPABLE, _ADDR_SIZED, _OFFSET_SIZED, _REF_ADDR_SIZED, _SKIP_VARIABLE
 
 
 cdef class _Table:
@@ -20,6 +21,11 @@ cdef class _Table:
 
     cdef Py_ssize_t slot(self, long long code) except? -2
 
+
+@cython.locals(dense=bint, slots="int[:]", forms="signed char[:]",
+               tag="long long", fixed=Py_ssize_t, sibling_at=Py_ssize_t, variable=bint,
+               spec=tuple, form="long long", skip=int)
+cpdef _Table make_table(dict abbrevs, Py_ssize_t addr, Py_ssize_t offset, Py_ssize_t ref_addr)
 
 @cython.locals(steps="long long[:]", kind="long long", n="long long")
 cdef Py_ssize_t _skip(const unsigned char[:] info, _Table t, Py_ssize_t at, Py_ssize_t pos,

@@ -185,8 +185,8 @@ class Dies:
 
     def _table(self, cu: _Cu) -> _Table:
         if cu.skips is None:
-            cu.skips = _Table(self._abbrevs(cu), cu.addr_size, cu.off_size,
-                              cu.addr_size if cu.version == 2 else cu.off_size)
+            cu.skips = make_table(self._abbrevs(cu), cu.addr_size, cu.off_size,
+                                  cu.addr_size if cu.version == 2 else cu.off_size)
         return cu.skips
 
     def _die(self, off: int) -> tuple[_Cu, int, dict]:
@@ -266,10 +266,32 @@ class Dies:
 
 
 
-# How _skip steps over a variable-length value (the kind _Table.steps holds for its form).
+# How a walk skips a value, by form: its byte count; _ADDR_SIZED, _OFFSET_SIZED or
+# _REF_ADDR_SIZED for the unit's sizes; _SKIP_VARIABLE - kind for a value _skip steps over
+# (kind _SKIP_*); _UNSKIPPABLE for DW_FORM_indirect and unknown forms (decoded instead).
 _SKIP_LEB, _SKIP_STRING, _SKIP_BLOCK, _SKIP_BLOCK1, _SKIP_BLOCK2, _SKIP_BLOCK4 = 1, 2, 3, 4, 5, 6
+_UNSKIPPABLE, _ADDR_SIZED, _OFFSET_SIZED, _REF_ADDR_SIZED, _SKIP_VARIABLE = -2, -3, -4, -5, -10
 _SKIP_KINDS = {**dict.fromkeys(_LEB_FORMS, _SKIP_LEB), 0x08: _SKIP_STRING, 0x18: _SKIP_BLOCK,
                0x09: _SKIP_BLOCK, 0x0A: _SKIP_BLOCK1, 0x03: _SKIP_BLOCK2, 0x04: _SKIP_BLOCK4}
+
+
+def _skip_of(form: int) -> int:
+    size = _FIXED_FORMS.get(form)
+    if size is not None:
+        return size
+    if form == 0x01:
+        return _ADDR_SIZED
+    if form in _OFFSET_FORMS:
+        return _OFFSET_SIZED
+    if form == 0x10:
+        return _REF_ADDR_SIZED
+    if form in _SKIP_KINDS:
+        return _SKIP_VARIABLE - _SKIP_KINDS[form]
+    return _UNSKIPPABLE
+
+
+# the skips of the DWARF 5 forms (0x01-0x2C) by number, for C lookups; the GNU ones are rare
+_FORM_SKIPS = array("b", map(_skip_of, range(0x2D)))
 # A unit's abbreviation codes are numbered from 1 by every producer; sparser ones are looked up
 # in a dict
 _DENSE_SLACK = 1024
@@ -283,60 +305,65 @@ class _Table:
     fixed-size leading values (-1: none). `steps` holds (fixed bytes, _SKIP_* kind or 0 at the
     end) pairs; `slots` gives the slot of a code below len(slots), `sparse` of the others."""
 
-    def __init__(self, abbrevs: dict, addr: int, offset: int, ref_addr: int) -> None:
-        top = max(abbrevs, default=0)
-        dense = top < 2 * len(abbrevs) + _DENSE_SLACK
-        slots = array("i", [-1]) * (top + 1 if dense else 0)
-        sparse = {}
-        tags, children, sizes = array("i"), array("b"), array("q")
-        sibling_ats, steps_at, steps = array("i"), array("i"), array("q")
-        for code, (tag, has_children, specs, _flags) in abbrevs.items():
-            if dense:
-                slots[code] = len(tags)
-            else:
-                sparse[code] = len(tags)
-            tags.append(tag if tag < 0x7FFFFFFF else -1)
-            children.append(has_children)
-            steps_at.append(len(steps))
-            fixed = 0
-            sibling_at = -1
-            variable = False
-            for attr, form, _implicit in specs:
-                if attr == _AT_SIBLING and form == 0x13 and not variable and tag in _TYPE_TAGS:
-                    sibling_at = fixed
-                size = _FIXED_FORMS.get(form)
-                if size is None:
-                    if form == 0x01:
-                        size = addr
-                    elif form in _OFFSET_FORMS:
-                        size = offset
-                    elif form == 0x10:
-                        size = ref_addr
-                    elif form in _SKIP_KINDS:
-                        steps.extend((fixed, _SKIP_KINDS[form]))
-                        fixed = 0
-                        variable = True
-                        continue
-                    else:
-                        fixed = -2
-                        break
-                fixed += size
-            if fixed == -2:
-                sizes.append(-2)
-            elif variable:
-                steps.extend((fixed, 0))
-                sizes.append(-1)
-            else:
-                sizes.append(fixed)
-            sibling_ats.append(sibling_at)
-        self.slots, self.sparse, self.tags, self.children = slots, sparse, tags, children
-        self.size, self.sibling_at, self.steps_at, self.steps = sizes, sibling_ats, steps_at, steps
-
     def slot(self, code: int) -> int:
         """Slot of abbreviation `code`, -1 for a code the unit does not have."""
         if code < len(self.slots):
             return self.slots[code]
         return self.sparse.get(code, -1)
+
+
+def make_table(abbrevs: dict, addr: int, offset: int, ref_addr: int) -> _Table:
+    """The _Table of a unit's abbreviations, for its address, offset and ref_addr sizes."""
+    top = max(abbrevs, default=0)
+    dense = top < 2 * len(abbrevs) + _DENSE_SLACK
+    slots = array("i", [-1]) * (top + 1 if dense else 0)
+    forms = _FORM_SKIPS
+    sparse = {}
+    tags, children, sizes = array("i"), array("b"), array("q")
+    sibling_ats, steps_at, steps = array("i"), array("i"), array("q")
+    for code, (tag, has_children, specs, _flags) in abbrevs.items():
+        if dense:
+            slots[code] = len(tags)
+        else:
+            sparse[code] = len(tags)
+        tags.append(tag if tag < 0x7FFFFFFF else -1)
+        children.append(has_children)
+        steps_at.append(len(steps))
+        fixed = 0
+        sibling_at = -1
+        variable = False
+        for spec in specs:
+            form = spec[1]
+            if spec[0] == _AT_SIBLING and form == 0x13 and not variable and tag in _TYPE_TAGS:
+                sibling_at = fixed
+            skip = forms[form] if 0 <= form < len(forms) else _skip_of(form)
+            if skip >= 0:
+                fixed += skip
+            elif skip == _ADDR_SIZED:
+                fixed += addr
+            elif skip == _OFFSET_SIZED:
+                fixed += offset
+            elif skip == _REF_ADDR_SIZED:
+                fixed += ref_addr
+            elif skip <= _SKIP_VARIABLE:
+                steps.extend((fixed, _SKIP_VARIABLE - skip))
+                fixed = 0
+                variable = True
+            else:
+                fixed = -2
+                break
+        if fixed == -2:
+            sizes.append(-2)
+        elif variable:
+            steps.extend((fixed, 0))
+            sizes.append(-1)
+        else:
+            sizes.append(fixed)
+        sibling_ats.append(sibling_at)
+    t = _Table()
+    t.slots, t.sparse, t.tags, t.children = slots, sparse, tags, children
+    t.size, t.sibling_at, t.steps_at, t.steps = sizes, sibling_ats, steps_at, steps
+    return t
 
 
 def _skip(info, t: _Table, at: int, pos: int, little: bool) -> int:

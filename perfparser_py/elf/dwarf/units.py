@@ -7,7 +7,7 @@ import struct
 from array import array
 from bisect import bisect_right, insort
 
-from ..leb128 import sleb, uleb
+from ..leb128 import sleb, uleb, uleb_end, uleb_value
 from .constants import (
     DwarfError, _ADDR_FORMS, _AT_ADDR_BASE, _AT_COMP_DIR, _AT_ENTRY_PC, _AT_GNU_ADDR_BASE,
     _AT_GNU_RANGES_BASE, _AT_HIGH_PC, _AT_LOW_PC, _AT_RANGES, _AT_RNGLISTS_BASE, _AT_STMT_LIST,
@@ -134,55 +134,11 @@ class Units:
         tables = self._abbrev_tables
         table = tables.get(cu.abbrev_off)
         if table is None:
-            table = self._parse_abbrevs(cu.abbrev_off)
+            table = parse_abbrevs(self._s["abbrev"], cu.abbrev_off)
             if len(tables) >= _MAX_ABBREV_TABLES:
                 del tables[next(iter(tables))]
             tables[cu.abbrev_off] = table
         cu.abbrevs = table
-        return table
-
-    def _parse_abbrevs(self, pos: int) -> dict:
-        data = self._s["abbrev"]
-        table: dict[int, tuple[int, bool, list[tuple[int, int, int]], tuple | None]] = {}
-        while True:
-            code, pos = uleb(data, pos)
-            if code == 0:
-                break
-            tag, pos = uleb(data, pos)
-            children = data[pos] != 0
-            pos += 1
-            specs = []
-            # one pass (this runs for every abbreviation of every unit the CU index reads):
-            # single-byte LEB128 inline, range-attribute flags gathered on the way
-            ranged = high_addr = entry_addr = rnglistx = False
-            while True:
-                attr = data[pos]
-                if attr < 0x80:
-                    pos += 1
-                else:
-                    attr, pos = uleb(data, pos)
-                form = data[pos]
-                if form < 0x80:
-                    pos += 1
-                else:
-                    form, pos = uleb(data, pos)
-                implicit = 0
-                if form == 0x21:
-                    implicit, pos = sleb(data, pos)
-                if attr == 0 and form == 0:
-                    break
-                specs.append((attr, form, implicit))
-                if attr == _AT_HIGH_PC:
-                    ranged = True
-                    high_addr = high_addr or form in _ADDR_FORMS
-                elif attr == _AT_ENTRY_PC:
-                    ranged = True
-                    entry_addr = entry_addr or form in _ADDR_FORMS
-                elif attr == _AT_RANGES:
-                    ranged = True
-                    rnglistx = rnglistx or form == 0x23
-            flags = (high_addr, entry_addr, rnglistx) if ranged else None
-            table[code] = (tag, children, specs, flags)
         return table
 
     def _cu_top(self, cu: _Cu) -> None:
@@ -324,6 +280,59 @@ class Units:
         if cu.ranges is None:
             self._cu_top(cu)
         return cu
+
+
+def parse_abbrevs(sec, pos: int) -> dict:
+    """The abbreviation table at `pos` of .debug_abbrev (`sec`): code -> (tag, has
+    children, [(attribute, form, implicit constant)], range-attribute flags or None).
+
+    One pass (this runs for every abbreviation of every unit the CU index reads): bytes and
+    positions are C numbers, range-attribute flags are gathered on the way. Tags, attributes
+    and forms beyond 63 bits are read as 2**63 - 1 (uleb_value): none of them is one this
+    package knows, as the numbers themselves are not."""
+    data = sec
+    table: dict[int, tuple[int, bool, list[tuple[int, int, int]], tuple | None]] = {}
+    while True:
+        code, pos = uleb(sec, pos)
+        if code == 0:
+            break
+        tag = uleb_value(data, pos)
+        pos = uleb_end(data, pos)
+        children = data[pos] != 0
+        pos += 1
+        specs = []
+        ranged = high_addr = entry_addr = rnglistx = False
+        while True:
+            attr = data[pos]
+            if attr < 0x80:
+                pos += 1
+            else:
+                attr = uleb_value(data, pos)
+                pos = uleb_end(data, pos)
+            form = data[pos]
+            if form < 0x80:
+                pos += 1
+            else:
+                form = uleb_value(data, pos)
+                pos = uleb_end(data, pos)
+            implicit = 0
+            if form == 0x21:
+                implicit, pos = sleb(sec, pos)
+            if attr == 0 and form == 0:
+                break
+            specs.append((attr, form, implicit))
+            if attr == _AT_HIGH_PC:
+                ranged = True
+                high_addr = high_addr or form in _ADDR_FORMS
+            elif attr == _AT_ENTRY_PC:
+                ranged = True
+                entry_addr = entry_addr or form in _ADDR_FORMS
+            elif attr == _AT_RANGES:
+                ranged = True
+                rnglistx = rnglistx or form == 0x23
+        flags = (high_addr, entry_addr, rnglistx) if ranged else None
+        table[code] = (tag, children, specs, flags)
+    return table
 
 
 def _range_index(entries: list[tuple[int, int, int]]) -> tuple[list[int], list[int], list[int]]:

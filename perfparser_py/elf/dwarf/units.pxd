@@ -1,0 +1,12 @@
+# C types of units.py when compiled (setup.py); the .py stays the source of truth. The
+# abbreviation tables are parsed through a typed memoryview with C positions and numbers.
+
+cimport cython
+
+from perfparser_py.elf.leb128 cimport sleb, uleb, uleb_end, uleb_value
+
+
+@cython.locals(data="const unsigned char[:]", table=dict, tag="long long", children=bint,
+               specs=list, ranged=bint, high_addr=bint, entry_addr=bint, rnglistx=bint,
+               attr="long long", form="long long")
+cpdef dict parse_abbrevs(object sec, Py_ssize_t pos)
