@@ -286,8 +286,8 @@ def parse_abbrevs(sec, pos: int) -> dict:
     """The abbreviation table at `pos` of .debug_abbrev (`sec`): code -> (tag, has
     children, [(attribute, form, implicit constant)], range-attribute flags or None).
 
-    One pass (this runs for every abbreviation of every unit the CU index reads): bytes and
-    positions are C numbers, range-attribute flags are gathered on the way. Tags, attributes
+    One pass (this runs for every abbreviation of every unit the CU index reads): LEB128
+    numbers are read by C calls, range-attribute flags are gathered on the way. Tags, attributes
     and forms beyond 63 bits are read as 2**63 - 1 (uleb_value): none of them is one this
     package knows, as the numbers themselves are not."""
     data = sec
@@ -303,18 +303,10 @@ def parse_abbrevs(sec, pos: int) -> dict:
         specs = []
         ranged = high_addr = entry_addr = rnglistx = False
         while True:
-            attr = data[pos]
-            if attr < 0x80:
-                pos += 1
-            else:
-                attr = uleb_value(data, pos)
-                pos = uleb_end(data, pos)
-            form = data[pos]
-            if form < 0x80:
-                pos += 1
-            else:
-                form = uleb_value(data, pos)
-                pos = uleb_end(data, pos)
+            attr = uleb_value(data, pos)
+            pos = uleb_end(data, pos)
+            form = uleb_value(data, pos)
+            pos = uleb_end(data, pos)
             implicit = 0
             if form == 0x21:
                 implicit, pos = sleb(sec, pos)
