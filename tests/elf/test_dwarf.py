@@ -256,10 +256,12 @@ def _uleb(v: int) -> bytes:
             return bytes(out)
 
 
-def _synthetic_dwarf5(program: bytes | None = None) -> dict[str, bytes]:
+def _synthetic_dwarf5(program: bytes | None = None,
+                      codes: tuple[int, ...] = (1, 2, 3, 4, 5)) -> dict[str, bytes]:
     """A hand-made DWARF 5 unit using the index forms gcc's corpus builds do not:
     strx1, addrx, addrx1, rnglistx, with .debug_str_offsets/.debug_addr/.debug_rnglists.
-    Its line program is `program` when given (the unit covers 0x1000-0x1040)."""
+    Its line program is `program` when given (the unit covers 0x1000-0x1040); its five
+    abbreviations are numbered `codes`."""
     import struct
 
     strings = [b"main.c", b"/src", b"outer", b"inner", b"ns"]
@@ -282,23 +284,26 @@ def _synthetic_dwarf5(program: bytes | None = None) -> dict[str, bytes]:
             out += _uleb(attr) + _uleb(form)
         return out + b"\0\0"
 
+    unit, sub, inlined, decl, ns = codes
     debug_abbrev = (
-        abbrev(1, 0x11, 1, [(0x03, 0x25), (0x1B, 0x25), (0x11, 0x1B), (0x12, 0x06), (0x10, 0x17),
+        abbrev(unit, 0x11, 1, [(0x03, 0x25), (0x1B, 0x25), (0x11, 0x1B), (0x12, 0x06), (0x10, 0x17),
                             (0x72, 0x17), (0x73, 0x17), (0x74, 0x17)])
-        + abbrev(2, 0x2E, 1, [(0x03, 0x25), (0x55, 0x23), (0x3A, 0x0B), (0x3B, 0x0B)])
-        + abbrev(3, 0x1D, 0, [(0x31, 0x13), (0x11, 0x29), (0x12, 0x06), (0x58, 0x0B),
-                              (0x59, 0x0B), (0x57, 0x0B)])
-        + abbrev(4, 0x2E, 0, [(0x03, 0x25), (0x3A, 0x0B), (0x3B, 0x0B)])
-        + abbrev(5, 0x39, 1, [(0x03, 0x25)])
+        + abbrev(sub, 0x2E, 1, [(0x03, 0x25), (0x55, 0x23), (0x3A, 0x0B), (0x3B, 0x0B)])
+        + abbrev(inlined, 0x1D, 0, [(0x31, 0x13), (0x11, 0x29), (0x12, 0x06), (0x58, 0x0B),
+                                    (0x59, 0x0B), (0x57, 0x0B)])
+        + abbrev(decl, 0x2E, 0, [(0x03, 0x25), (0x3A, 0x0B), (0x3B, 0x0B)])
+        + abbrev(ns, 0x39, 1, [(0x03, 0x25)])
         + b"\0"
     )
-    inner_off = 12 + 24 + 2
+    unit_die = _uleb(unit) + bytes([0, 1]) + _uleb(0) + struct.pack("<IIIII", 0x40, 0, 8, 8, 12)
+    ns_die = _uleb(ns) + bytes([4])
+    inner_off = 12 + len(unit_die) + len(ns_die)
     dies = (
-        bytes([1, 0, 1]) + _uleb(0) + struct.pack("<IIIII", 0x40, 0, 8, 8, 12)
-        + bytes([5, 4])
-        + bytes([4, 3, 1, 3]) + b"\0"
-        + bytes([2, 2]) + _uleb(0) + bytes([0, 9])
-        + bytes([3]) + struct.pack("<I", inner_off) + bytes([1]) + struct.pack("<I", 0x10)
+        unit_die
+        + ns_die
+        + _uleb(decl) + bytes([3, 1, 3]) + b"\0"
+        + _uleb(sub) + bytes([2]) + _uleb(0) + bytes([0, 9])
+        + _uleb(inlined) + struct.pack("<I", inner_off) + bytes([1]) + struct.pack("<I", 0x10)
         + bytes([0, 11, 2]) + b"\0"
         + b"\0"
     )
@@ -370,8 +375,13 @@ def test_line_numbers_beyond_32_and_64_bits_are_kept(line: int) -> None:
     assert info.line_at(0x1010) == (b"/src/main.c", 3, 0)
 
 
-def test_dwarf5_index_forms() -> None:
-    info = DwarfInfo.for_image(_Image(_synthetic_dwarf5()))
+@pytest.mark.parametrize("codes", [
+    (1, 2, 3, 4, 5),
+    (1, 300, 130, 7, 129),  # several bytes of LEB128, numbered with gaps
+    (1, 200_000, 130, 7, 1 << 40),  # too sparse for the walk's table by code
+])
+def test_dwarf5_index_forms(codes: tuple[int, ...]) -> None:
+    info = DwarfInfo.for_image(_Image(_synthetic_dwarf5(codes=codes)))
     assert info.line_at(0x1000) == (b"/src/main.c", 10, 0)
     assert info.line_at(0x1010) == (b"/src/inc/x.h", 15, 0)
     assert info.line_at(0x1040) is None
