@@ -8,9 +8,9 @@ from array import array
 
 from ..leb128 import sleb, uint_at, uleb, uleb_end, uleb_value
 from .constants import (
-    DwarfError, _AT_ABSTRACT_ORIGIN, _AT_HIGH_PC, _AT_LOW_PC, _AT_RANGES, _AT_SIBLING, _AT_SPECIFICATION,
-    _FIXED_FORMS, _FLAGS, _LEB_FORMS, _MAX_DEPTH, _MAX_RANGES, _MAX_REF_CHAIN, _OFFSET_FORMS,
-    _TAG_INLINED, _TAG_LEXICAL_BLOCK, _TAG_SUBPROGRAM, _TYPE_TAGS,
+    DwarfError, _AT_ABSTRACT_ORIGIN, _AT_HIGH_PC, _AT_LOW_PC, _AT_RANGES, _AT_SIBLING,
+    _AT_SPECIFICATION, _FIXED_FORMS, _FLAGS, _LEB_FORMS, _MAX_DEPTH, _MAX_RANGES, _MAX_REF_CHAIN,
+    _OFFSET_FORMS, _TAG_INLINED, _TAG_LEXICAL_BLOCK, _TAG_SUBPROGRAM, _TYPE_TAGS,
 )
 from .ranges import ranges_of
 from .units import _Cu
