@@ -95,3 +95,33 @@ def test_packed_frames_of_the_stream_writer_stay_within_their_budget(tmp_path, m
     assert bounded == unbounded
     packed = sink.writer._packed_frames.values()
     assert 0 < sum(len(frames) + 1 for frames, *_entry in packed) <= 300
+
+
+def test_a_process_running_main_again_keeps_no_earlier_run(tmp_path, capfdbinary):
+    """The fuzzer runs cli.main() thousands of times in one process: a run's state must be
+    freed when it ends, not left in a cycle that gc.freeze() then keeps forever."""
+    import gc
+    import weakref
+
+    from perfparser_py import cli
+
+    path = _many_stacks(tmp_path)
+    runs: list = []
+    real_run = pipeline.Run.__init__
+
+    def tracked(self, *args, **kwargs):
+        real_run(self, *args, **kwargs)
+        runs.append(weakref.ref(self.sink))
+
+    pipeline.Run.__init__ = tracked
+    try:
+        for _ in range(2):
+            assert cli.main(["--input", str(path), "--output", str(tmp_path / "out")]) == 0
+    finally:
+        pipeline.Run.__init__ = real_run
+    assert len(runs) == 2
+    gc.disable()  # what is left must be gone by reference counts alone
+    try:
+        assert [r() for r in runs] == [None, None]
+    finally:
+        gc.enable()
