@@ -255,13 +255,13 @@ class Process:
     def changed(self, start: int, end: int, overlap: int, image: bool) -> None:
         """[start, end), where `overlap` (AddressSpace.overlap) was mapped, maps anew;
         `image`: to a mapping with an ELF image."""
-        self.generation = next(_generations)
-        if image or overlap == IMAGE:
-            self.image_generation = self.generation
         if overlap != NOTHING or len(self.fresh) >= MAX_FRESH:
             self._remapped()
         else:
+            self.generation = next(_generations)
             self.fresh.append((start, end))
+        if image or overlap == IMAGE:
+            self.image_generation = self.generation
 
     def _remapped(self) -> None:
         self.generation = self.mapped_generation = next(_generations)

@@ -42,7 +42,8 @@ class ProcessSymbols:
         self.epoch = 0  # moved on when the memos are emptied
         # ip -> location id (Symbolizer.frame)
         self.cache: dict[int, int] = {}
-        # the ips of `cache` outside every mapping of the space
+        # the ips of `cache` outside every mapping of the space, up to MAX_UNMAPPED + 1 (the
+        # memo budget empties `cache`, not this list, so its misses come back)
         self.unmapped: list[int] = []
         # (callchain, ip, ip is user, branch stack) -> location ids (Symbolizer.callchain);
         # their kernel frames hold for one epoch of the kernel's slot
@@ -115,7 +116,9 @@ class Symbolizer:
             return lid
         mapping = proc.space.find(ip)
         if mapping is None:
-            state.unmapped.append(ip)
+            unmapped = state.unmapped
+            if len(unmapped) <= MAX_UNMAPPED:  # one more makes any change empty the slot
+                unmapped.append(ip)
             if proc.before_exec is not None:
                 mapping = proc.before_exec.find(ip)
         if mapping is not None:
