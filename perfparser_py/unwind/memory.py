@@ -4,11 +4,20 @@ had on their stacks (the history)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 from .history import History
 
-ModuleAt = Callable[[int], "tuple[object, int, object] | None"]
+
+class ModuleAt(Protocol):
+    """What a walk asks of an address space (unwind.process.ModuleLookup answers it)."""
+
+    def __call__(self, addr: int) -> tuple[object, int, object] | None:
+        """(image, bias, CFI) of the module mapped at `addr`, None where none is."""
+
+    def no_image_span(self, addr: int) -> tuple[int, int] | None:
+        """[start, end) around `addr` where every address answers None; None if that is
+        not known (the walk then asks per word)."""
 
 
 class Memory:
@@ -95,13 +104,11 @@ class Memory:
 
     def _no_module_around(self, addr: int) -> None:
         """Remember where, around `addr`, module_at answers None as it did for `addr`, if it
-        can say (unwind.process.ModuleLookup.no_image_span): the stack words a walk reads outside
-        its copy lie in one such span, the rest of the [stack] mapping."""
-        spans = getattr(self.module_at, "no_image_span", None)
-        if spans is not None:
-            span = spans(addr)
-            if span is not None:
-                self.nlo, self.nhi = span[0], span[1] - 1  # inclusive: a span may end at 2**64
+        can say: the stack words a walk reads outside its copy lie in one such span, the rest
+        of the [stack] mapping."""
+        span = self.module_at.no_image_span(addr)
+        if span is not None:
+            self.nlo, self.nhi = span[0], span[1] - 1  # inclusive: a span may end at 2**64
 
     def read_word(self, addr: int) -> int | None:
         """The word at `addr` as the dict path reads it (`_read`), None where it cannot be
