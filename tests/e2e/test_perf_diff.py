@@ -526,9 +526,13 @@ RECORDINGS: dict[str, Callable] = {
 
 # recordings whose every stack fits perf's stack copy: none of our frames is a guess
 WHOLE_STACKS = {"c-dwarf", "vfork", "signals"}
-# recordings where perf names less than ours on purpose-built stacks, so agreeing counts:
-# `perf looks up a signal trampoline at its address less one` in every handler's stack
-AGREEING = {"signals"}
+# recordings where perf names less than ours, so agreeing counts: on purpose-built stacks,
+# `perf looks up a signal trampoline at its address less one` in every handler's stack; in a
+# whole-system recording, whatever else the machine runs (on a busy one, processes exiting
+# with empty call chains and PLT entries: perfdiff's classes of perf naming less)
+AGREEING = {"signals", "system-wide"}
+# of those, the ones whose stacks are built to show perf's signal-pc class
+SIGNAL_STACKS = {"signals"}
 
 
 @pytest.mark.parametrize("name", list(RECORDINGS))
@@ -546,7 +550,7 @@ def test_stacks_match_perf_script(name: str, tmp_path: Path) -> None:
     print(report)
     assert rep.perf >= 500, report  # a recording big enough to mean something
     assert rep.share(rep.agreeing if name in AGREEING else rep.identical) >= THRESHOLD, report
-    if name in AGREEING:
+    if name in SIGNAL_STACKS:
         assert rep.perf_signal_pc > 0, report  # the handler's stacks were sampled
     if name in WHOLE_STACKS:
         assert rep.guessed == 0, report
