@@ -24,7 +24,8 @@ from ..elf.cfi import EXPR, OFFSET, REGISTER, SAME, UNDEF, VAL_EXPR, VAL_OFFSET
 from .arches import Arch, arch_for
 from .expression import evaluate
 from .history import History
-from .memory import Memory, ModuleAt
+from .memory import Memory
+from .process import ModuleAt
 from .rules import NREG, Step, step_at
 
 # Frame cap when max_frames is -1: a sanity bound, far beyond any real stack.

@@ -4,20 +4,8 @@ had on their stacks (the history)."""
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from .history import History
-
-
-class ModuleAt(Protocol):
-    """What a walk asks of an address space (unwind.process.ModuleLookup answers it)."""
-
-    def __call__(self, addr: int) -> tuple[object, int, object] | None:
-        """(image, bias, CFI) of the module mapped at `addr`, None where none is."""
-
-    def no_image_span(self, addr: int) -> tuple[int, int] | None:
-        """[start, end) around `addr` where every address answers None; None if that is
-        not known (the walk then asks per word)."""
+from .process import ModuleAt
 
 
 class Memory:

@@ -10,7 +10,23 @@ from __future__ import annotations
 from .history import History
 
 
-class ModuleLookup:
+class ModuleAt:
+    """What a DWARF walk asks of an address space (ModuleLookup is the one a run uses): a
+    class, not a typing.Protocol, so that importing the unwinder does not import typing."""
+
+    __slots__ = ()
+
+    def __call__(self, addr: int) -> tuple[object, int, object] | None:
+        """(image, bias, CFI) of the module mapped at `addr`, None where none is."""
+        raise NotImplementedError
+
+    def no_image_span(self, addr: int) -> tuple[int, int] | None:
+        """[start, end) around `addr` where every address answers None; None if that is
+        not known (the walk then asks about each stack word it reads outside its copy)."""
+        return None
+
+
+class ModuleLookup(ModuleAt):
     """The DWARF unwinder's view of one process's address space (unwind.dwarf's module_at):
     runtime address -> (image, bias, CFI) | None, and where that answer is None around an
     address, so that a walk reading many stack words outside its copy asks once."""

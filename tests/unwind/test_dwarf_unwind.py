@@ -22,6 +22,7 @@ from perfparser_py.elf.cfi import (
 from perfparser_py.elf.image import ElfImage
 from perfparser_py.unwind.dwarf import unwind
 from perfparser_py.unwind.history import History
+from perfparser_py.unwind.process import ModuleAt
 from perfparser_py.unwind.registers import arch_family, table_for
 
 from . import perfdata_mini
@@ -29,18 +30,16 @@ from . import perfdata_mini
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 
 
-class _Modules:
-    """unwind()'s module_at over a lookup function, knowing no span without modules (the
-    walk then asks about each stack word it reads outside its copy)."""
+class _Modules(ModuleAt):
+    """unwind()'s module_at over a lookup function, knowing no span without modules."""
+
+    __slots__ = ("find",)
 
     def __init__(self, find) -> None:
         self.find = find
 
     def __call__(self, addr: int):
         return self.find(addr)
-
-    def no_image_span(self, addr: int) -> None:
-        return None
 
 
 _NOWHERE = _Modules(lambda addr: None)
@@ -478,7 +477,7 @@ def test_words_outside_the_copy_ask_for_their_module_once_per_span() -> None:
     code = _space(rows)
     asked: list[int] = []
 
-    class Spans:
+    class Spans(ModuleAt):
         def __call__(self, addr: int):
             if addr >= sp:
                 asked.append(addr)
