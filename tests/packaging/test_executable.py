@@ -93,3 +93,11 @@ def test_bundle_holds_every_module_the_accelerators_load(perfparser_exe):
                if not any(internal.glob(name.replace(".", "/") + ".*"))
                and not (internal / name.replace(".", "/") / "__init__.pyc").exists()]
     assert loaded and not missing
+
+
+def test_bundle_holds_the_package_data(perfparser_exe):
+    """The protocol schema is read at import, beside its module (perfparser.spec's datas):
+    `--version` does not load the protocol, so its absence would show only on a real run."""
+    _built_here(perfparser_exe)
+    assert (perfparser_exe.parent / "_internal" / "perfparser_py" / "protocol"
+            / "schema.json").is_file()

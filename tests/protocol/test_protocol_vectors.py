@@ -1,4 +1,4 @@
-"""Single-message byte vectors per flavour (protocol/vectors.toml) in both directions."""
+"""Single-message byte vectors per flavour (vectors.toml beside this file) in both directions."""
 
 import tomllib
 from pathlib import Path
@@ -7,8 +7,7 @@ import pytest
 
 from perfparser_py import protocol as P
 
-REPO = Path(__file__).resolve().parents[2]
-VECTORS = tomllib.loads((REPO / "protocol" / "vectors.toml").read_text())["vectors"]
+VECTORS = tomllib.loads((Path(__file__).with_name("vectors.toml")).read_text())["vectors"]
 CASES = [(v, f) for v in VECTORS for f in v["flavours"]]
 
 
