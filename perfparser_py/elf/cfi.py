@@ -18,6 +18,10 @@ UNDEF, SAME, OFFSET, VAL_OFFSET, REGISTER, EXPR, VAL_EXPR = range(7)
 # CFA rule kinds: Row.cfa is (CFA_REG, register, offset) or (CFA_EXPR, expression bytes, 0).
 CFA_REG, CFA_EXPR = 0, 1
 
+# DW_EH_PE value formats of a fixed size: (struct code, size); absptr and the LEB128s aside
+_FIXED_ENCODINGS = {0x02: ("H", 2), 0x03: ("I", 4), 0x04: ("Q", 8),  # udata2/4/8
+                    0x0A: ("h", 2), 0x0B: ("i", 4), 0x0C: ("q", 8)}  # sdata2/4/8
+
 # Bounds against hostile input.
 _MAX_STATE_STACK = 64
 _MAX_ROWS = 100_000
@@ -91,27 +95,18 @@ class _Frames:
         if app == 0x50:  # aligned
             pos = (pos + self.addr_size - 1) & ~(self.addr_size - 1)
         start = pos
-        if fmt == 0x00:
+        if fmt == 0x00:  # absptr: the target's address size
             value = self._u("Q" if self.addr_size == 8 else "I", pos)
             pos += self.addr_size
         elif fmt == 0x01:
             value, pos = uleb(self.data, pos)
-        elif fmt == 0x02:
-            value, pos = self._u("H", pos), pos + 2
-        elif fmt == 0x03:
-            value, pos = self._u("I", pos), pos + 4
-        elif fmt == 0x04:
-            value, pos = self._u("Q", pos), pos + 8
         elif fmt == 0x09:
             value, pos = sleb(self.data, pos)
-        elif fmt == 0x0A:
-            value, pos = self._u("h", pos), pos + 2
-        elif fmt == 0x0B:
-            value, pos = self._u("i", pos), pos + 4
-        elif fmt == 0x0C:
-            value, pos = self._u("q", pos), pos + 8
         else:
-            raise CfiError(f"pointer encoding {enc:#x}")
+            fixed = _FIXED_ENCODINGS.get(fmt)
+            if fixed is None:
+                raise CfiError(f"pointer encoding {enc:#x}")
+            value, pos = self._u(fixed[0], pos), pos + fixed[1]
         if app == 0x10:  # pcrel
             value += self.vaddr + start
         return value & self.mask, pos

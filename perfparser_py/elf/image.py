@@ -167,13 +167,18 @@ class ElfImage(FallbackNames):
         if off < 0 or size < 0 or off + size > len(self._data):
             raise ElfFormatError(f"{what} outside the file")
 
+    def _entry_format(self, wide: str, narrow: str, entsize: int, what: str) -> str:
+        """The struct format of one program or section header (ELF64 or ELF32), which the
+        header's entry size must hold."""
+        fmt = self._e + (wide if self.is_64 else narrow)
+        if entsize < struct.calcsize(fmt):
+            raise ElfFormatError(f"bad {what} size")
+        return fmt
+
     def _parse_segments(self, phoff: int, phentsize: int, phnum: int) -> None:
         if phnum == 0:
             return
-        fmt = self._e + ("IIQQQQQQ" if self.is_64 else "IIIIIIII")
-        need = struct.calcsize(fmt)
-        if phentsize < need:
-            raise ElfFormatError("bad program header size")
+        fmt = self._entry_format("IIQQQQQQ", "IIIIIIII", phentsize, "program header")
         self._check_range(phoff, phentsize * phnum, "program headers")
         self._notes_ph: list[tuple[int, int]] = []
         for i in range(phnum):
@@ -191,11 +196,8 @@ class ElfImage(FallbackNames):
     def _parse_sections(self, shoff: int, shentsize: int, shnum: int, shstrndx: int) -> None:
         if shoff == 0:
             return
-        fmt = self._e + ("IIQQQQIIQQ" if self.is_64 else "IIIIIIIIII")
-        need = struct.calcsize(fmt)
-        if shentsize < need:
-            raise ElfFormatError("bad section header size")
-        self._check_range(shoff, need, "section headers")
+        fmt = self._entry_format("IIQQQQIIQQ", "IIIIIIIIII", shentsize, "section header")
+        self._check_range(shoff, struct.calcsize(fmt), "section headers")
         if shnum == 0 or shstrndx == 0xFFFF:
             # Extended numbering: real values live in section 0.
             s0 = struct.unpack_from(fmt, self._data, shoff)

@@ -24,6 +24,20 @@ def prefetch_sections(image) -> None:
         image.prefetch([".debug_" + name for name in SECTIONS])
 
 
+def _answer(memo: dict, compute, vaddr: int):
+    """compute(vaddr), memoized; malformed DWARF answers None (and stays so)."""
+    try:
+        return memo[vaddr]
+    except KeyError:
+        pass
+    try:
+        result = compute(vaddr)
+    except _MALFORMED:
+        result = None
+    memo[vaddr] = result
+    return result
+
+
 class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
     """Line tables and inline scopes of one image's DWARF.
 
@@ -96,29 +110,11 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
 
     def line_at(self, vaddr: int) -> tuple[bytes, int, int] | None:
         """(absolute file path, line, column) of the line-table row for `vaddr`."""
-        try:
-            return self._line_cache[vaddr]
-        except KeyError:
-            pass
-        try:
-            result = self._line_at(vaddr)
-        except _MALFORMED:
-            result = None
-        self._line_cache[vaddr] = result
-        return result
+        return _answer(self._line_cache, self._line_at, vaddr)
 
     def scopes_at(self, vaddr: int) -> tuple[Scope, list[Scope]] | None:
         """(subprogram containing `vaddr`, inlined scopes containing it, outermost first)."""
-        try:
-            return self._scopes[vaddr]
-        except KeyError:
-            pass
-        try:
-            result = self._scopes_at(vaddr)
-        except _MALFORMED:
-            result = None
-        self._scopes[vaddr] = result
-        return result
+        return _answer(self._scopes, self._scopes_at, vaddr)
 
 class RecordedDwarf:
     """line_at/scopes_at answered from a persistent cache record (DESIGN decision 4).
@@ -165,8 +161,9 @@ class RecordedDwarf:
         if packed is _MISSING:
             info = self._decoder()
             result = None if info is None else info.scopes_at(vaddr)
+            # plain tuples: marshal (the cache's format) takes no tuple subclass
             self._packed[vaddr] = None if result is None else (
-                _pack_scope(result[0]), tuple(_pack_scope(s) for s in result[1]))
+                tuple(result[0]), tuple(tuple(s) for s in result[1]))
             self._rec.dirty = True
         else:
             try:
@@ -180,10 +177,5 @@ class RecordedDwarf:
 
 
 _MISSING = object()
-
-
-def _pack_scope(s: Scope) -> tuple:
-    return (s.name, s.entry_pc, s.decl_file, s.decl_line, s.decl_column, s.call_file,
-            s.call_line, s.call_column, s.die_offset)
 
 

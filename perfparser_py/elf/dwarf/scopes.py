@@ -3,6 +3,7 @@ c++filt spells them, parameter lists and types included."""
 
 from __future__ import annotations
 
+from ...tuples import named_tuple
 from .constants import (
     DwarfError, _AT_ABSTRACT_ORIGIN, _AT_ARTIFICIAL, _AT_CALL_COLUMN, _AT_CALL_FILE,
     _AT_CALL_LINE, _AT_DECL_COLUMN, _AT_DECL_FILE, _AT_DECL_LINE, _AT_ENTRY_PC, _AT_EXTERNAL,
@@ -16,30 +17,19 @@ from .constants import (
 from .units import _Cu
 
 
+@named_tuple
 class Scope:
     """One subprogram or inlined-subroutine instance containing an address."""
 
-    __slots__ = ("name", "entry_pc", "decl_file", "decl_line", "decl_column", "call_file",
-                 "call_line", "call_column", "die_offset")
-
-    def __init__(self, name: str | None, entry_pc: int | None, decl_file: bytes | None,
-                 decl_line: int, decl_column: int, call_file: bytes | None, call_line: int,
-                 call_column: int, die_offset: int) -> None:
-        self.name = name
-        self.entry_pc = entry_pc
-        self.decl_file = decl_file
-        self.decl_line = decl_line
-        self.decl_column = decl_column
-        self.call_file = call_file
-        self.call_line = call_line
-        self.call_column = call_column
-        self.die_offset = die_offset
-
-    def __repr__(self) -> str:
-        return (f"Scope({self.name!r}, entry={self.entry_pc}, decl={self.decl_file!r}:"
-                f"{self.decl_line}:{self.decl_column}, call={self.call_file!r}:"
-                f"{self.call_line}:{self.call_column}, die={self.die_offset:#x})")
-
+    name: str | None
+    entry_pc: int | None
+    decl_file: bytes | None
+    decl_line: int
+    decl_column: int
+    call_file: bytes | None
+    call_line: int
+    call_column: int
+    die_offset: int
 
 
 class Scopes:
