@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .codec import ProtocolError
 from .layout import FLAVOURS, HEADER, MAGIC, NUM_TYPES, VERSION, message_size
+from .schema import SCHEMA
 from .values import INVALID_VARIANT, BuildId, Features, GroupDesc, NumaNode, Pmu, Variant
 from .writer import HAS_SYMBOL, NAMED, FrameCounts, OutputError, StreamWriter
 
@@ -30,11 +31,7 @@ __all__ = [
 
 # Only tools and tests read streams: a run that writes one does not load these.
 _READER_NAMES = frozenset(("read_stream", "detect_flavour", "encode"))
-_MESSAGE_NAMES = frozenset((
-    "ThreadStart", "ThreadEnd", "Command", "Location", "Symbol", "String", "Lost", "Error",
-    "Progress", "TracePointFormat", "Attributes", "ContextSwitch", "Sample", "TracePointSample",
-    "DebugInfoDownloadProgress", "Message", "MESSAGE_CLASSES", "Stream",
-))
+_MESSAGE_NAMES = frozenset((*(m["name"] for m in SCHEMA["messages"]), "MESSAGE_CLASSES", "Stream"))
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import fields
 
 from .codec import ProtocolError, _as_codec, _Codec, _codec, _ScalarRun, _Short, _unpack
 from .schema import SCHEMA
@@ -28,18 +27,10 @@ _U32LE = struct.Struct("<I")  # a message's size, before its payload
 
 
 def _message_classes() -> dict[int, type]:
-    """type id -> message class (messages.py, imported on first decode), checked once
-    against the schema's field lists."""
-    from . import messages
+    """type id -> message class (messages.py, imported on first decode)."""
+    from .messages import MESSAGE_CLASSES
 
-    classes = messages.MESSAGE_CLASSES
-    if not messages.checked:
-        for msg in SCHEMA["messages"]:
-            cls = classes[msg["id"]]
-            if [f["name"] for f in msg["fields"]] != [f.name for f in fields(cls)]:
-                raise RuntimeError(f"{cls.__name__}: dataclass fields do not match schema")
-        messages.checked = True
-    return classes
+    return MESSAGE_CLASSES
 
 
 class _Layout:
