@@ -12,3 +12,6 @@ cdef class FrameCounts:
     @cython.locals(state=bytearray, n=Py_ssize_t, f=Py_ssize_t, named=int, bits=int,
                    unnamed=dict)
     cpdef add(self, object frames, Py_ssize_t uses, object pid)
+
+
+cpdef _append(object writer, object message)

@@ -141,6 +141,15 @@ class FrameCounts:
 # -------------------------------------------------------------------------------- writer
 
 
+def _append(writer: StreamWriter, message: bytes) -> None:
+    """Buffer one framed message; the buffer goes out when it is full (a C call when
+    compiled: writer.pxd)."""
+    buf = writer._buf
+    buf += message
+    if len(buf) >= _FLUSH_AT:
+        writer.flush()
+
+
 class StreamWriter:
     """Writes messages of one flavour into a buffer and the buffer to `out` in big chunks.
 
@@ -169,12 +178,8 @@ class StreamWriter:
         self._counts = FrameCounts()
 
     def _put(self, lay: _Layout | None, values: Sequence) -> None:
-        if lay is None:
-            return
-        buf = self._buf
-        buf += lay.frame(values)
-        if len(buf) >= _FLUSH_AT:
-            self.flush()
+        if lay is not None:
+            _append(self, lay.frame(values))
 
     def header(self) -> None:
         self._buf += HEADER
@@ -192,13 +197,12 @@ class StreamWriter:
                  parent: int, rel_addr: int) -> None:
         if self._location_prefix is not None:
             try:
-                self._buf += _LOCATION.pack(self._location_prefix, id, address, file, pid,
-                                            line, column, parent, rel_addr)
+                message = _LOCATION.pack(self._location_prefix, id, address, file, pid, line,
+                                         column, parent, rel_addr)
             except struct.error:  # values to wrap: the schema path knows how
                 pass
             else:
-                if len(self._buf) >= _FLUSH_AT:
-                    self.flush()
+                _append(self, message)
                 return
         self._put(self._location, (id, address, file, pid, line, column, parent, rel_addr))
 
@@ -267,10 +271,7 @@ class StreamWriter:
             except struct.error:  # values to wrap: the schema-driven path knows how
                 pass
             else:
-                buf = self._buf
-                buf += frame
-                if len(buf) >= _FLUSH_AT:
-                    self.flush()
+                _append(self, frame)
                 return
         self._put(self._sample, (pid, tid, time, cpu, frames, guessed, values))
 
@@ -293,10 +294,7 @@ class StreamWriter:
                 except struct.error:  # values to wrap: sample() knows how
                     pass
                 else:
-                    buf = self._buf
-                    buf += message
-                    if len(buf) >= _FLUSH_AT:
-                        self.flush()
+                    _append(self, message)
                     return
             self._sample_uncounted(pid, tid, time, cpu, frames, 0, ((attribute_id, value),))
             return
