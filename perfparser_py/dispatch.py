@@ -23,18 +23,14 @@ process calls handlers[index](*args) (parallel.WIRE).
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 from .perfdata import events as ev
 from .perfdata.fast import FusedSample
-from .tuples import named_tuple
 
-
-@named_tuple
-class Route:
-    now: str | None = None
-    read: str | None = None
-    spaces: str | None = None
-    write: str | None = None
-    ahead: str | None = None
+# a route: per column named above, the name of a method, or None
+Route = namedtuple("Route", ("now", "read", "spaces", "write", "ahead"), defaults=(None,) * 5,
+                   module=__name__)
 
 
 ROUTES: dict[type, Route] = {

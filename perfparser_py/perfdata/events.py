@@ -3,6 +3,8 @@ cheap to build on the hot path and comparable field by field in tests)."""
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 from ..tuples import named_tuple
 from .attr import PerfEventAttr
 from .features import HeaderFeatures
@@ -133,14 +135,8 @@ class LostEvent:
     size: int
 
 
-@named_tuple
-class LostSamplesEvent:
-    lost: int
-    pid: int
-    tid: int
-    time: int
-    cpu: int
-    size: int
+# PERF_RECORD_LOST_SAMPLES: PERF_RECORD_LOST without its first field, the event id
+LostSamplesEvent = namedtuple("LostSamplesEvent", LostEvent._fields[1:], module=__name__)
 
 
 @named_tuple
