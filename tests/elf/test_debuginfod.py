@@ -9,13 +9,11 @@ through the CLI whose frames get file:line only from the served debug file.
 
 from __future__ import annotations
 
-import http.server
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -27,73 +25,55 @@ from perfparser_py.elf import debuginfod as di
 from perfparser_py.elf.debuginfod import DebuginfodClient, default_cache_dir
 from perfparser_py.elf.finder import ElfFinder
 from perfparser_py.elf.image import ElfImage
+from tests.local_server import LocalServer
 
 RECORDED = b"/tmp/debuginfod-gone/prog"
 
 
-class Server:
+class Server(LocalServer):
     """debuginfod stand-in: `files` maps request paths to bodies; `mode` misbehaves."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.files: dict[str, bytes] = {}
         self.mode = "normal"  # or "no-length", "no-headers", "no-body", "trickle", "slow"
-        self.requests: list[str] = []
-        self.release = threading.Event()
-        server = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                server.requests.append(self.path)
-                body = server.files.get(self.path)
-                if body is None:
-                    self.send_error(404)
+    def respond(self, h) -> None:
+        body = self.files.get(h.path)
+        if body is None:
+            h.send_error(404)
+            return
+        if self.mode == "no-headers":
+            self.release.wait(10)
+            return
+        h.send_response(200)
+        if self.mode != "no-length":  # else the end of the connection ends it
+            h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        if self.mode == "no-body":
+            h.wfile.flush()
+            self.release.wait(10)
+            return
+        if self.mode == "slow":  # alive, but 128 KiB per 0.3 s
+            for i in range(0, len(body), 128 * 1024):
+                h.wfile.write(body[i:i + 128 * 1024])
+                h.wfile.flush()
+                if self.release.wait(0.3):
                     return
-                if server.mode == "no-headers":
-                    server.release.wait(10)
+            return
+        if self.mode == "trickle":
+            for i in range(len(body)):
+                h.wfile.write(body[i:i + 1])
+                h.wfile.flush()
+                if self.release.wait(0.05):
                     return
-                self.send_response(200)
-                if server.mode != "no-length":  # else the end of the connection ends it
-                    self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if server.mode == "no-body":
-                    self.wfile.flush()
-                    server.release.wait(10)
-                    return
-                if server.mode == "slow":  # alive, but 128 KiB per 0.3 s
-                    for i in range(0, len(body), 128 * 1024):
-                        self.wfile.write(body[i:i + 128 * 1024])
-                        self.wfile.flush()
-                        if server.release.wait(0.3):
-                            return
-                    return
-                if server.mode == "trickle":
-                    for i in range(len(body)):
-                        self.wfile.write(body[i:i + 1])
-                        self.wfile.flush()
-                        if server.release.wait(0.05):
-                            return
-                    return
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,),
-                                       daemon=True)
-        self.thread.start()
+            return
+        h.wfile.write(body)
 
     def serve(self, build_id: bytes, kind: str, body: bytes) -> str:
         path = f"/buildid/{build_id.hex()}/{kind}"
         self.files[path] = body
         return self.url + path
-
-    def stop(self) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture

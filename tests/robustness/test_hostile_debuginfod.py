@@ -5,16 +5,15 @@ to another host is not followed. Every request loop of the server is bounded in 
 
 from __future__ import annotations
 
-import http.server
 import os
 import struct
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from perfparser_py.elf.debuginfod import DEFAULT_MAXSIZE, DebuginfodClient
+from tests.local_server import LocalServer
 from tests.robustness.hostile import (
     FEAT_BUILD_ID,
     FEAT_CMDLINE,
@@ -30,37 +29,18 @@ SERVE_SECONDS = 15  # no handler writes longer than this
 BODY = b"\x7fELF" + bytes(4096)
 
 
-class HostileServer:
+class HostileServer(LocalServer):
     def __init__(self) -> None:
+        super().__init__()
         self.mode = "normal"
-        self.requests: list[str] = []
-        self.stop = threading.Event()
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                server.requests.append(self.path)
-                try:
-                    server.respond(self)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up: what it should do
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
 
     def _stream(self, h, chunk: bytes, pause: float) -> None:
         end = time.monotonic() + SERVE_SECONDS
-        while time.monotonic() < end and not self.stop.is_set():
+        while time.monotonic() < end and not self.release.is_set():
             h.wfile.write(chunk)
             h.wfile.flush()
             if pause:
-                self.stop.wait(pause)
+                self.release.wait(pause)
 
     def respond(self, h) -> None:
         mode = self.mode
@@ -90,17 +70,12 @@ class HostileServer:
             h.send_header("Content-Length", "0")
             h.end_headers()
 
-    def close(self) -> None:
-        self.stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
 
 @pytest.fixture
 def server() -> Iterator[HostileServer]:
     s = HostileServer()
     yield s
-    s.close()
+    s.stop()
 
 
 def _files(root) -> list:
