@@ -39,28 +39,32 @@ def test_out_of_order_samples_come_out_in_time_order_at_the_end():
     assert sink.out == [("sample", t) for t in (10, 20, 30, 40, 50)]
 
 
-def test_equal_times_keep_file_order_and_put_other_events_first():
+def _handed_out(*events: tuple[int, int, int, object]) -> list[tuple[str, object]]:
+    """What a queue hands out, once the input ends, of `events` (kind, time, size, event) fed
+    in file order."""
     q, sink = _queue()
-    q.add_sample(5, 100, "s1")
-    q.add(MMAP, 5, 100, "m")
-    q.add_sample(5, 100, "s2")
-    q.add(TASK, 5, 0, "t")
+    for kind, time, size, event in events:
+        if kind == SAMPLE:
+            q.add_sample(time, size, event)
+        else:
+            q.add(kind, time, size, event)
     q.finish()
+    return sink.out
+
+
+def test_equal_times_keep_file_order_and_put_other_events_first():
+    out = _handed_out((SAMPLE, 5, 100, "s1"), (MMAP, 5, 100, "m"), (SAMPLE, 5, 100, "s2"),
+                      (TASK, 5, 0, "t"))
     # at one non-zero time the mmap and the task event apply before the samples see them
-    assert sink.out == [("mmap", "m"), ("task", "t"), ("sample", "s1"), ("sample", "s2")]
+    assert out == [("mmap", "m"), ("task", "t"), ("sample", "s1"), ("sample", "s2")]
 
 
 def test_time_zero_is_file_order():
     """perf's synthesized records and samples without PERF_SAMPLE_TIME: file order."""
-    q, sink = _queue()
-    q.add_sample(0, 100, "s1")
-    q.add(TASK, 0, 0, "exit")
-    q.add(MMAP, 0, 100, "m")
-    q.add_sample(0, 100, "s2")
-    q.add(MMAP, 0, 100, "unused")
-    q.finish()
+    out = _handed_out((SAMPLE, 0, 100, "s1"), (TASK, 0, 0, "exit"), (MMAP, 0, 100, "m"),
+                      (SAMPLE, 0, 100, "s2"), (MMAP, 0, 100, "unused"))
     # an mmap after the last sample is never needed: upstream never applies it either
-    assert sink.out == [("sample", "s1"), ("task", "exit"), ("mmap", "m"), ("sample", "s2")]
+    assert out == [("sample", "s1"), ("task", "exit"), ("mmap", "m"), ("sample", "s2")]
 
 
 def test_size_mode_flushes_half_the_buffer_when_it_is_full():
