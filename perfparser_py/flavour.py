@@ -15,7 +15,8 @@ import re
 import sys
 from collections.abc import Mapping
 
-TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
+from .tuples import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from pathlib import Path
 

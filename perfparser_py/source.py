@@ -20,8 +20,8 @@ from .perfdata.errors import (
     TCP_SOCKET_ERROR,
     PerfDataError,
 )
+from .tuples import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     import socket
     from typing import BinaryIO

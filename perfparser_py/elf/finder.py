@@ -14,11 +14,11 @@ import zlib
 from collections.abc import Callable
 
 from ..regular import open_regular
+from ..tuples import TYPE_CHECKING
 from .compressed import reset_inflate_budget
 from .image import ElfImage, warn_once
 from .vdso import VDSO_NAME, own_vdso
 
-TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from .debuginfod import DebuginfodClient
 

@@ -18,6 +18,7 @@ import sys
 
 from ..demangle import demangle
 from ..regular import open_regular
+from ..tuples import TYPE_CHECKING
 from . import compressed
 from .constants import (
     EM_ARM,
@@ -37,7 +38,6 @@ from .notes import gnu_build_id
 from .plt import FallbackNames
 from .symtab import SymbolTable, enclosing_sized, name_at, sorted_table, table_rows
 
-TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from ..cache import CacheRecord
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import sys
 
+from ..tuples import TYPE_CHECKING
 from .kallsyms import EMPTY_MAPPING, Kallsyms, KallsymsError
 
-TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from .worker import KallsymsWorker
 

@@ -13,13 +13,13 @@ by `schema`). Its modules, in the order they build on each other:
 
 from __future__ import annotations
 
+from ..tuples import TYPE_CHECKING
 from .codec import ProtocolError
 from .layout import FLAVOURS, HEADER, MAGIC, NUM_TYPES, VERSION, message_size
 from .schema import SCHEMA
 from .values import INVALID_VARIANT, BuildId, Features, GroupDesc, NumaNode, Pmu, Variant
 from .writer import HAS_SYMBOL, NAMED, FrameCounts, OutputError, StreamWriter
 
-TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from typing import Any
 

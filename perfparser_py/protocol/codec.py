@@ -12,10 +12,10 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 
+from ..tuples import TYPE_CHECKING
 from .schema import SCHEMA
 from .values import BuildId, GroupDesc, NumaNode, Pmu, Variant
 
-TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
+from ..tuples import TYPE_CHECKING
 from .codec import ProtocolError, _as_codec, _Codec, _codec, _ScalarRun, _Short, _unpack
 from .schema import SCHEMA
 
-TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from typing import Any
 

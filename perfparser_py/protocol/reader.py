@@ -10,10 +10,10 @@ import struct
 from collections.abc import Iterator
 from functools import cache
 
+from ..tuples import TYPE_CHECKING
 from .codec import ProtocolError
 from .layout import _LAYOUTS, _U32LE, FLAVOURS, HEADER, MAGIC, NUM_TYPES
 
-TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from typing import Any
 

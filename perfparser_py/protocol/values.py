@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
+from ..tuples import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 
+from ..tuples import TYPE_CHECKING
 from .layout import _LAYOUTS, _U32LE, FLAVOURS, HEADER, _Layout
 
-TYPE_CHECKING = False  # typing's constant without importing typing: start-up time (tuples.py)
 if TYPE_CHECKING:
     from typing import BinaryIO
 
