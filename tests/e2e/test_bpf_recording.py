@@ -9,20 +9,13 @@ the PERF_RECORD_KSYMBOL that perf records for the program names them
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from tests.corpus.expect import decode, run_parser
 from tests.e2e.test_fresh_recordings import _perf_script, _same
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("perf") is None and not os.environ.get("CI"), reason="needs perf (CI has it)"
-)
 
 SOCKET_FILTER = r"""
 import ctypes, os, socket, struct, sys, time

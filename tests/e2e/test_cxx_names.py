@@ -16,8 +16,6 @@ and generic), anonymous namespaces, member templates, template functions with re
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -26,11 +24,6 @@ import pytest
 from tests.corpus.expect import decode, run_parser
 from tests.cxx_programs import (CALL_KINDS, CALLS, INLINE_KINDS, INLINED, build,
                                 inline_reference_names, symbol_names)
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("perf") is None and not os.environ.get("CI"), reason="needs perf (CI has it)"
-)
-
 
 def _record(exe: Path, call_graph: list[str]) -> Path:
     data = exe.with_suffix(".data")

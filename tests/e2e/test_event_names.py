@@ -9,8 +9,6 @@ perf wrote it and with those records cut out, against perf script on the same by
 from __future__ import annotations
 
 import collections
-import os
-import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -18,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpus.expect import decode, run_parser
+from tests.e2e.programs import build_c
 
 WORKLOAD = r"""
 #include <stdlib.h>
@@ -36,10 +35,6 @@ int main(void)
 }
 """
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("perf") is None and not os.environ.get("CI"), reason="needs perf (CI has it)"
-)
-
 EVENT_UPDATE, HEADER_FEATURE, HEADER_TRACING_DATA, FEAT_EVENT_DESC = 78, 80, 66, 12
 EVENTS = {
     "cpu-clock-u": ["-e", "cpu-clock:u"],
@@ -52,10 +47,7 @@ EVENTS = {
 
 @pytest.fixture(scope="module")
 def workload(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("names")
-    (tmp / "w.c").write_text(WORKLOAD)
-    subprocess.run(["gcc", "-O2", "-o", str(tmp / "w"), str(tmp / "w.c")], check=True)
-    return tmp / "w"
+    return build_c(tmp_path_factory.mktemp("names"), "w", WORKLOAD, "-O2")
 
 
 def _record(exe: Path, events: list[str], out: Path, pipe: bool) -> None:

@@ -8,14 +8,12 @@ too (both sides read /proc/kallsyms).
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from tests.corpus.expect import decode, run_parser
+from tests.e2e.programs import build_c
 
 WORKLOAD = r"""
 #include <stdlib.h>
@@ -35,17 +33,9 @@ int main(int argc, char **argv)
 }
 """
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("perf") is None and not os.environ.get("CI"), reason="needs perf (CI has it)"
-)
-
-
 def _record(tmp: Path, name: str, cflags: list[str], call_graph: list[str],
             pipe: bool = False) -> Path:
-    src = tmp / "workload.c"
-    src.write_text(WORKLOAD)
-    exe = tmp / name
-    subprocess.run(["gcc", "-O2", "-g", *cflags, "-o", str(exe), str(src)], check=True)
+    exe = build_c(tmp, name, WORKLOAD, "-O2", "-g", *cflags)
     data = tmp / f"{name}.data"
     with data.open("wb") as out:  # pipe mode: `perf record -o -` writes the stream format
         subprocess.run(["perf", "record", "-N", "-q", "-F", "1999", *call_graph,

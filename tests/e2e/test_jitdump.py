@@ -18,10 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpus.expect import decode, run_parser
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("perf") is None and not os.environ.get("CI"), reason="needs perf (CI has it)"
-)
+from tests.e2e.programs import CPU_JS, build_c
 
 JIT_WRITER = r"""
 #define _GNU_SOURCE
@@ -184,10 +181,8 @@ def _ours(data: Path, *options: str) -> tuple[dict[tuple[int, int], list], bytes
 
 
 def test_generated_dump_names_and_lines_match_perf_inject(tmp_path: Path) -> None:
-    (tmp_path / "jitgen.c").write_text(JIT_WRITER)
-    subprocess.run(["gcc", "-O1", "-o", str(tmp_path / "jitgen"), str(tmp_path / "jitgen.c")],
-                   check=True)
-    data = _record(tmp_path, [str(tmp_path / "jitgen"), "0.3"], [])
+    jitgen = build_c(tmp_path, "jitgen", JIT_WRITER, "-O1")
+    data = _record(tmp_path, [str(jitgen), "0.3"], [])
     dumps = list(tmp_path.glob("jit-*.dump"))
     assert len(dumps) == 1
     perf = _perf_after_inject(data, with_lines=True)
@@ -232,7 +227,7 @@ def test_node_perf_prof_matches_perf_inject(tmp_path: Path) -> None:
         pytest.skip("needs node")
     (tmp_path / "cpu.js").write_text(CPU_JS)
     data = _record(tmp_path, ["node", "--perf-prof", "--interpreted-frames-native-stack",
-                              "cpu.js"], ["-g"])
+                              "cpu.js", "1000"], ["-g"])
     perf = _perf_after_inject(data, with_lines=False)
     ours, stderr = _ours(data, "--app", str(tmp_path))
     assert b"unhandled" not in stderr
@@ -246,21 +241,3 @@ def test_node_perf_prof_matches_perf_inject(tmp_path: Path) -> None:
                 same += i < len(got) and got[i][0] == sym
     assert jit > 500
     assert same >= 0.99 * jit, (same, jit)
-
-
-CPU_JS = r"""
-function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
-function work() {
-  let s = 0;
-  const t0 = Date.now();
-  while (Date.now() - t0 < 1000) {
-    s += fib(22);
-    const a = [];
-    for (let i = 0; i < 2000; i++) a.push({i, v: String(i)});
-    a.sort((x, y) => y.i - x.i);
-    s += a.length;
-  }
-  return s;
-}
-console.log(work());
-"""

@@ -7,7 +7,6 @@ read from the kernel to DIR/data.N, without FINISHED_ROUND records; read through
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,10 +16,7 @@ import pytest
 from perfparser_py import protocol as P
 from tests.corpus.expect import decode, run_parser
 from tests.e2e.test_fresh_recordings import _alias_groups, _libc_files, _perf_script, _same
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("perf") is None and not os.environ.get("CI"), reason="needs perf (CI has it)"
-)
+from tests.e2e.programs import build_c
 
 THREADS = r"""
 #include <pthread.h>
@@ -42,11 +38,7 @@ int main(void)
 
 
 def _record(tmp: Path, threads: str, extra: list[str]) -> Path:
-    src = tmp / "threads.c"
-    src.write_text(THREADS)
-    exe = tmp / "threads"
-    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe),
-                    str(src)], check=True)
+    exe = build_c(tmp, "threads", THREADS, "-O1", "-g", "-fno-omit-frame-pointer", "-pthread")
     data = tmp / "threads.data"
     subprocess.run(["perf", "record", "-q", "-F", "1999", "-g", threads, *extra,
                     "-o", str(data), "--", str(exe)],

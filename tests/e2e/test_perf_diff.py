@@ -34,10 +34,6 @@ import pytest
 
 from tests.corpus.expect import REPO, run_parser
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("perf") is None and not os.environ.get("CI"), reason="needs perf (CI has it)"
-)
-
 THRESHOLD = 0.995
 FREQ = "999"
 # perf's largest stack copy: stacks fit it whole, so what is compared is the unwinding (with

@@ -15,9 +15,7 @@ sched:sched_switch as well).
 from __future__ import annotations
 
 import collections
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -26,10 +24,7 @@ import pytest
 from perfparser_py import protocol as P
 from tests.corpus.expect import run_parser
 from tests.e2e.test_perf_diff import perfdiff
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("perf") is None and not os.environ.get("CI"), reason="needs perf (CI has it)"
-)
+from tests.e2e.programs import build_c
 
 WORKLOAD = r"""
 #include <fcntl.h>
@@ -82,11 +77,8 @@ OPTIONS = {
 
 @pytest.fixture(scope="module")
 def workload(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("options")
-    (tmp / "w.c").write_text(WORKLOAD)
-    subprocess.run(["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o",
-                    str(tmp / "w"), str(tmp / "w.c")], check=True)
-    return tmp / "w"
+    return build_c(tmp_path_factory.mktemp("options"), "w", WORKLOAD, "-O2", "-g",
+                   "-fno-omit-frame-pointer", "-pthread")
 
 
 def _perf_script(data: Path, *args: str) -> str:

@@ -18,10 +18,7 @@ import pytest
 
 from tests.corpus.expect import decode, run_parser
 from tests.e2e.test_fresh_recordings import _alias_groups, _libc_files, _perf_script, _same
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("perf") is None and not os.environ.get("CI"), reason="needs perf (CI has it)"
-)
+from tests.e2e.programs import CPU_JS, build_c
 
 # Maps the executable text segment of its own file again (kernel-chosen address, the
 # segment's file offset) and calls a hot function through that copy: no PLT call is made
@@ -78,20 +75,6 @@ int main(int argc, char **argv)
 }
 """
 
-CPU_JS = r"""
-function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
-let s = 0;
-const t0 = Date.now();
-while (Date.now() - t0 < 1500) {
-  s += fib(20);
-  const a = [];
-  for (let i = 0; i < 2000; i++) a.push({i, v: String(i)});
-  a.sort((x, y) => y.i - x.i);
-  s += a.length;
-}
-console.log(s);
-"""
-
 _MMAP2 = re.compile(r"PERF_RECORD_MMAP2 \d+/\d+: \[(0x[0-9a-f]+)\((0x[0-9a-f]+)\) @ (0x[0-9a-f]+|0)"
                     r" .*\]: [r-][w-]x\S* (/.+)$")
 
@@ -139,11 +122,8 @@ def _in_second_placement(leaves, placed, sample) -> bool:
 
 @pytest.mark.parametrize("mode", ["fp", "dwarf"])
 def test_executable_mapped_twice_matches_perf_script(tmp_path: Path, mode: str) -> None:
-    src = tmp_path / "remap.c"
-    src.write_text(REMAP)
-    exe = tmp_path / "remap"
     frames = "-fno-omit-frame-pointer" if mode == "fp" else "-fomit-frame-pointer"
-    subprocess.run(["gcc", "-O2", "-g", "-no-pie", frames, "-o", str(exe), str(src)], check=True)
+    exe = build_c(tmp_path, "remap", REMAP, "-O2", "-g", "-no-pie", frames)
     call_graph = ["-g"] if mode == "fp" else ["--call-graph", "dwarf,16384"]
     data = tmp_path / "remap.data"
     subprocess.run(["perf", "record", "-N", "-q", "-F", "1999", *call_graph, "-o", str(data),
@@ -193,8 +173,9 @@ def test_node_builtins_mapped_twice_are_named_as_perf_names_them(tmp_path: Path)
     script.write_text(CPU_JS)
     data = tmp_path / "node.data"
     subprocess.run(["perf", "record", "-N", "-q", "-g", "-o", str(data), "--", "node",
-                    "--perf-basic-prof", str(script)], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.PIPE, timeout=120, cwd=tmp_path)  # node writes a v8 log
+                    "--perf-basic-prof", str(script), "1500"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120,
+                   cwd=tmp_path)  # node writes a v8 log
     leaves, placed = _leaves(data)
     perf = _perf_script(data)
     try:

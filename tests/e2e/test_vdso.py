@@ -7,7 +7,6 @@ recorded one; unwound through with the vDSO's .eh_frame. Checked sample by sampl
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from perfparser_py.elf.image import ElfImage
 from perfparser_py.elf.vdso import own_vdso
 from tests.corpus.expect import decode, run_parser
 from tests.e2e.test_fresh_recordings import _alias_groups, _libc_files, _perf_script, _same
+from tests.e2e.programs import build_c
 
 WORKLOAD = r"""
 #include <stdlib.h>
@@ -31,10 +31,6 @@ __attribute__((noinline)) void spin(long n)
 int main(int argc, char **argv) { spin(atol(argv[1])); return 0; }
 """
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("perf") is None and not os.environ.get("CI"), reason="needs perf (CI has it)"
-)
-
 CALL_GRAPHS = {"fp": ["-g"], "dwarf": ["--call-graph", "dwarf,16384"]}
 
 
@@ -44,9 +40,7 @@ def recordings(tmp_path_factory) -> Path:
     build-id cache update, and without build ids at all (`<kind>-B.data`, as pipe mode and
     `--switch-output` files have none); the cache is `home/.debug`."""
     tmp = tmp_path_factory.mktemp("vdso")
-    (tmp / "cg.c").write_text(WORKLOAD)
-    subprocess.run(["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-o", str(tmp / "cg"),
-                    str(tmp / "cg.c")], check=True)
+    build_c(tmp, "cg", WORKLOAD, "-O2", "-g", "-fno-omit-frame-pointer")
     (tmp / "home").mkdir()  # perf writes its cache below an existing HOME only
     env = {**os.environ, "HOME": str(tmp / "home")}
     for kind, call_graph in CALL_GRAPHS.items():
