@@ -9,7 +9,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .diagnostics import KERNEL_BINARY, cause_of
 from .stream_state import StreamState
@@ -148,17 +148,15 @@ def _folded_name_text(name: str) -> str:
 
 @dataclass
 class _Process:
-    pid: int
+    """What one process's samples add up to (analyse keeps them by pid)."""
+
     comm: str
     samples: int = 0
     frames: int = 0
     unresolved: int = 0
-    self_cost: Counter | None = None
-    total_cost: Counter | None = None
-    paths: Counter | None = None
-
-    def __post_init__(self) -> None:
-        self.self_cost, self.total_cost, self.paths = Counter(), Counter(), Counter()
+    self_cost: Counter = field(default_factory=Counter)
+    total_cost: Counter = field(default_factory=Counter)
+    paths: Counter = field(default_factory=Counter)
 
 
 @dataclass
@@ -178,21 +176,17 @@ def analyse(stacks: Stacks) -> dict:
     st = stacks.state
     procs: dict[int, _Process] = {}
     unresolved: dict[tuple[str, str, bool], _Unresolved] = {}
-    samples = frames_total = unresolved_total = 0
     for smp, frames in stacks:
         p = procs.get(smp.pid)
         if p is None:
-            p = procs[smp.pid] = _Process(smp.pid, st.comm(smp.pid) or st.comm(smp.tid))
-        samples += 1
+            p = procs[smp.pid] = _Process(st.comm(smp.pid) or st.comm(smp.tid))
         p.samples += 1
         # the stack's entries, not its inline-expanded frames: an unresolved entry expands to
         # one frame, and the parser's end-of-run summary counts the same way
         p.frames += len(smp.frames)
-        frames_total += len(smp.frames)
         for f in frames:
             if not f.resolved:
                 p.unresolved += 1
-                unresolved_total += 1
                 key = (f.library, f.path, f.kernel)
                 u = unresolved.get(key)
                 if u is None:
@@ -204,13 +198,16 @@ def analyse(stacks: Stacks) -> dict:
             p.total_cost[fn] += 1
         p.paths[tuple(f.name for f in reversed(frames[:PATH_DEPTH]))
                 + (len(frames) > PATH_DEPTH,)] += 1
+    samples = sum(p.samples for p in procs.values())
+    frames_total = sum(p.frames for p in procs.values())
+    unresolved_total = sum(p.unresolved for p in procs.values())
     return {
         "samples": samples,
         "frames": frames_total,
         "unresolved_frames": unresolved_total,
         "unresolved_percent": _percent(unresolved_total, frames_total),
-        "processes": [_process_data(p, samples) for p in
-                      sorted(procs.values(), key=lambda p: (-p.samples, p.pid))],
+        "processes": [_process_data(pid, p, samples) for pid, p in
+                      sorted(procs.items(), key=lambda kv: (-kv[1].samples, kv[0]))],
         "unresolved_by_library": [
             {"library": u.library or "[unknown]", "path": u.path, "frames": u.frames,
              "percent": _percent(u.frames, frames_total), **_cause(u)}
@@ -218,12 +215,12 @@ def analyse(stacks: Stacks) -> dict:
     }
 
 
-def _process_data(p: _Process, samples: int) -> dict:
+def _process_data(pid: int, p: _Process, samples: int) -> dict:
     def share(key: tuple[str, str]) -> tuple[int, int]:
         return p.self_cost[key], p.total_cost[key]
 
     return {
-        "pid": p.pid, "comm": p.comm, "samples": p.samples,
+        "pid": pid, "comm": p.comm, "samples": p.samples,
         "percent": _percent(p.samples, samples),
         "frames": p.frames, "unresolved_frames": p.unresolved,
         "unresolved_percent": _percent(p.unresolved, p.frames),

@@ -190,9 +190,9 @@ def test_cli_json_needs_summary():
 def test_paths_of_other_lengths_with_equal_counts_sort():
     """A path that is a prefix of a longer one, both once: the sort compared the short
     path's truncation flag with the long one's next name (TypeError on a -a recording)."""
-    p = reports._Process(1, "x")
+    p = reports._Process("x")
     p.samples = 2
     p.paths[("a", False)] += 1
     p.paths[("a", "b", True)] += 1
-    paths = reports._process_data(p, 2)["paths"]
+    paths = reports._process_data(1, p, 2)["paths"]
     assert [x["frames"] for x in paths] == [["a"], ["a", "b"]]
