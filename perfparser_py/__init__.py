@@ -21,7 +21,7 @@ if _os.environ.get("PERFPARSER_PY_PURE") == "1":
     # the import system asks the finder cached per directory: one without extension modules
     _here = __path__[0]
     # every directory with compiled modules
-    _subs = (("elf",), ("elf", "dwarf"), ("perfdata",), ("protocol",), ("unwind",))
+    _subs = (("elf",), ("elf", "dwarf"), ("kernel",), ("perfdata",), ("protocol",), ("unwind",))
     for _dir in (_here, *(_os.path.join(_here, *sub) for sub in _subs)):
         _sys.path_importer_cache[_dir] = _FileFinder(
             _dir, (SourceFileLoader, SOURCE_SUFFIXES), (SourcelessFileLoader, BYTECODE_SUFFIXES))

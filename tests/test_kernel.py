@@ -51,6 +51,8 @@ def test_plain_file_null_and_modules(tmp_path: Path) -> None:
     ("", "Mapping is empty."),
     ("0000000000000000 A only_zero\n", "Mapping is empty."),
     ("ffffffff81000000 T _text\nzz T bad\n", "Invalid address: zz"),
+    # upstream's addresses are 64-bit: one beyond is as invalid as one that is not hex
+    ("ffffffff81000000 T _text\n1ffffffff81000000 T big\n", "Invalid address: 1ffffffff81000000"),
 ])
 def test_errors(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "kallsyms"
@@ -81,7 +83,11 @@ def test_cached_path(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text", [
     b"ffffffff81000000 T _stext\nffffffff81000000 T _text\nffffffff81000010 t x_text\n",
     b"ffffffffc0000000 t _text\t[mod]\nffffffff81000010 t a _text\nffffffff81000000 T _text",
-    b"ffffffff81000010 t z\r\nffffffff81000000 T _text\r\n",  # parsed line by line
+    b"ffffffff81000010 t z\r\nffffffff81000000 T _text\r\n",
+    b"ffffffff81000010 t z\rffffffff81000000 T _text",
+    # fields are the words before the TAB: the first line is an address alone
+    b"ffffffff80000000\tT _text\nffffffff81000000 T _text\n",
+    b"ffffffff81000000 T _text\n0000000000000000 T _text\n(null) T _text\n",
 ])
 def test_address_of_the_reference_symbol(tmp_path: Path, text: bytes) -> None:
     """The core kernel's `_text` line, whatever the line ends, the last line included; not a

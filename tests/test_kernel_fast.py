@@ -1,4 +1,4 @@
-"""Kallsyms: the column-checked fast path gives the same table as a line-by-line parse."""
+"""Kallsyms: the compiled parse (any line shape) gives the same table as a line-by-line one."""
 
 from __future__ import annotations
 

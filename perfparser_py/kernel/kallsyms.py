@@ -8,11 +8,8 @@ import bisect
 import os
 import stat
 import struct
-import sys
 import zlib
 from array import array
-from itertools import accumulate, islice
-from operator import itemgetter, le
 
 from ..regular import open_regular
 
@@ -34,69 +31,138 @@ def _split_line(line: bytes) -> tuple[list[bytes], bytes]:
 
 
 def _address(token: bytes) -> int:
+    """A first field that is not 1-16 hex digits as an address: `(null)` is 0 (kptr_restrict),
+    any other what int(..., 16) makes of it (a negative one 0 too: no entry), within 64 bits."""
     if token == b"(null)":
         return 0
     try:
-        return int(token, 16)
+        value = int(token, 16)
     except ValueError:
-        raise KallsymsError("Invalid address: " + token.decode("utf-8", "replace")) from None
+        value = 1 << 64
+    if value >= 1 << 64:
+        raise KallsymsError("Invalid address: " + token.decode("utf-8", "replace"))
+    return max(value, 0)
 
 
-_HEAD = itemgetter(slice(0, 20))
-_CHUNK = 1 << 16  # bytes of text split into lines at a time
+# what each byte is to the parse: a hex digit's value, _END (it ends a field: the blanks " \v\f",
+# TAB, LF, CR) or _OTHER
+_END = 16
+_OTHER = 17
+_CLASS = bytes(int(chr(b), 16) if chr(b) in "0123456789abcdefABCDEF"
+               else _END if b in b" \t\n\v\f\r" else _OTHER for b in range(256))
 
 
-def _regular(data: bytes) -> tuple[array, array] | None:
-    """(Addresses, start offset of each line and one past the last) of `data` if it is not
-    empty and every line is `<16 hex> <type> <name>...`, else None.
+def _entries(data: bytes) -> tuple[array, array]:
+    """(Addresses, line spans) of the entries of kallsyms text `data`, in file order.
 
-    This is what /proc/kallsyms and perf's copies hold. ~64 KiB of lines at a time, the
-    first 20 bytes of the lines are joined once and checked column by column with strided
-    slices, which is several times cheaper than splitting every line; and each chunk's
-    per-line objects reuse the memory of the one before (the whole text at once touched
-    ~35 MB more: 9 k page faults, ~15 ms of a 120 k-line parse).
+    A line ends at LF, CR or the text's end. Its fields are the blank-separated words before
+    its first TAB (the module follows the TAB); a line without fields is skipped, the first
+    field must be an address (else KallsymsError), and a line of at least `address type name`
+    with an address above 0 is an entry. Entry i is the line data[spans[2i]:spans[2i + 1]].
     """
-    addrs = array("Q")
-    starts = array("Q", [0])
-    if addrs.itemsize != 8 or not data:
-        return None
+    cap = len(data) // 32 + 16  # entries the arrays have room for: a line has ~45 bytes
+    addrs = array("Q", bytes(8 * cap))
+    spans = array("Q", bytes(16 * cap))
+    out_addrs = addrs
+    out_spans = spans
+    text = data
+    classes = _CLASS
+    end = len(data)
+    n = 0
     pos = 0
-    while pos < len(data):
-        cut = data.find(b"\n", pos + _CHUNK)
-        cut = len(data) if cut < 0 else cut + 1
-        lines = data[pos:cut].split(b"\n")
-        if not lines[-1]:
-            lines.pop()
-        n = len(lines)
-        heads = b"".join(map(_HEAD, lines))
-        if (len(heads) != 20 * n or heads[16::20].count(b" ") != n
-                or heads[18::20].count(b" ") != n):
-            return None
-        for col in (heads[17::20], heads[19::20]):
-            if col.split() != [col]:
-                return None
-        digits = bytearray(16 * n)
-        for k in range(16):
-            digits[k::16] = heads[k::20]
-        try:
-            raw = bytes.fromhex(digits.decode("ascii"))
-        except (ValueError, UnicodeDecodeError):
-            return None
-        if len(raw) != 8 * n:  # fromhex skips whitespace: a short result had some
-            return None
-        addrs.frombytes(raw)
-        starts.extend(islice(accumulate(map((1).__add__, map(len, lines)), initial=starts[-1]),
-                             1, None))
-        pos = cut
-    if sys.byteorder == "little":
-        addrs.byteswap()
-    return addrs, starts
+    while pos < end:
+        i = pos
+        while i < end:  # blanks before the address
+            c = text[i]
+            if c != 32 and c != 11 and c != 12:  # " \v\f"
+                break
+            i += 1
+        # the address: hex digits up to a blank, the TAB or the line's end
+        first = i
+        value = 0
+        plain = True
+        while i < end:
+            digit = classes[text[i]]
+            if digit == _END:
+                break
+            if digit == _OTHER or i - first == 16:
+                plain = False
+            else:
+                value = value << 4 | digit
+            i += 1
+        fields = 0
+        if i > first:
+            if not plain:
+                value = _address(data[first:i])
+            fields = 1
+        # the type and the start of the name: two more fields before the TAB
+        while 0 < fields < 3 and i < end:
+            c = text[i]
+            if c == 32 or c == 11 or c == 12:
+                i += 1
+            elif c == 9 or c == 10 or c == 13:
+                break
+            else:
+                fields += 1
+                while fields < 3 and i < end and classes[text[i]] != _END:
+                    i += 1
+        while i < end:  # the rest of the line
+            c = text[i]
+            if c <= 13 and (c == 10 or c == 13):  # most bytes are above
+                break
+            i += 1
+        if value and fields == 3:
+            if n == cap:  # room for twice as many; no view may hold the arrays meanwhile
+                out_addrs = out_spans = None
+                addrs.frombytes(bytes(8 * cap))
+                spans.frombytes(bytes(16 * cap))
+                cap *= 2
+                out_addrs = addrs
+                out_spans = spans
+            out_addrs[n] = value
+            out_spans[2 * n] = pos
+            out_spans[2 * n + 1] = i
+            n += 1
+        pos = i + 1
+    out_addrs = out_spans = None
+    del addrs[n:], spans[2 * n:]
+    return addrs, spans
+
+
+def _ascending(addrs: array) -> bool:
+    view = addrs
+    k = 1
+    while k < len(view):
+        if view[k - 1] > view[k]:
+            return False
+        k += 1
+    return True
+
+
+def _reordered(addrs: array, spans: array) -> tuple[array, array]:
+    """The entries sorted by address, equal addresses in file order (the last one wins a
+    lookup, as in upstream's stable sort)."""
+    n = len(addrs)
+    order = sorted(range(n), key=addrs.__getitem__)
+    new_addrs = array("Q", bytes(8 * n))
+    new_spans = array("Q", bytes(16 * n))
+    view = addrs
+    spans_view = spans
+    out_addrs = new_addrs
+    out_spans = new_spans
+    k = 0
+    for j in order:
+        out_addrs[k] = view[j]
+        out_spans[2 * k] = spans_view[2 * j]
+        out_spans[2 * k + 1] = spans_view[2 * j + 1]
+        k += 1
+    return new_addrs, new_spans
 
 
 class Kallsyms:
     """Sorted kernel symbol table: address -> (name, module), lines decoded on lookup."""
 
-    def __init__(self, addrs: list[int] | array, lines: list[bytes] | _Lines) -> None:
+    def __init__(self, addrs: array | memoryview, lines: _Lines) -> None:
         self._addrs = addrs  # ascending; equal addresses keep file order
         self._lines = lines  # the raw line of each entry
 
@@ -146,61 +212,25 @@ class Kallsyms:
         return Kallsyms(*Kallsyms._sorted(data))
 
     @staticmethod
-    def _sorted(data: bytes) -> tuple[list[int] | array, list[bytes] | _Lines]:
-        """(Ascending addresses, their lines) of a kallsyms text; raises KallsymsError. The
-        lines are a `_Lines` view of `data` when they are its lines in file order."""
-        regular = _regular(data) if b"\r" not in data else None
-        if regular is not None:
-            addrs, starts = regular
-            # the usual case, ascending without address 0: the text is the table as it is
-            if addrs[0] and all(map(le, addrs, islice(addrs, 1, None))):
-                return addrs, _Lines(data, 0, starts)
-            lines = data.split(b"\n")
-            if not lines[-1]:
-                lines.pop()
-            addrs = addrs.tolist()
-        else:
-            lines, addrs = Kallsyms._parse_irregular(data)
-        ordered = sorted(addrs)
-        if ordered != addrs:
-            order = sorted(range(len(addrs)), key=addrs.__getitem__)
-            lines = [lines[i] for i in order]
-        # address 0 (kptr_restrict, "(null)") is dropped
-        first = bisect.bisect_right(ordered, 0)
-        if first == len(ordered):
+    def _sorted(data: bytes) -> tuple[array, _Lines]:
+        """(Ascending addresses, their lines in `data`) of a kallsyms text; raises
+        KallsymsError."""
+        addrs, spans = _entries(data)
+        if not addrs:
             raise KallsymsError(EMPTY_MAPPING)
-        if first:
-            del ordered[:first], lines[:first]
-        return ordered, lines
-
-    @staticmethod
-    def _parse_irregular(data: bytes) -> tuple[list[bytes], list[int]]:
-        """Line by line: blank and short lines skipped, any bad address is an error."""
-        lines: list[bytes] = []
-        addrs: list[int] = []
-        for line in data.splitlines():
-            fields, _ = _split_line(line)
-            if not fields:
-                continue
-            addr = _address(fields[0])
-            if addr and len(fields) >= 3:
-                lines.append(line)
-                addrs.append(addr)
-        return lines, addrs
+        if not _ascending(addrs):  # /proc/kallsyms lists the modules in load order
+            addrs, spans = _reordered(addrs, spans)
+        return addrs, _Lines(data, 0, spans)
 
     @staticmethod
     def write_table(f, data: bytes) -> None:
         """The table of kallsyms text `data` as `from_buffer` reads it (count, addresses,
-        line offsets, lines); raises KallsymsError."""
+        line spans, the text); raises KallsymsError."""
         addrs, lines = Kallsyms._sorted(data)
         f.write(_TABLE_HEAD.pack(len(addrs)))
-        f.write(addrs if type(addrs) is array else array("Q", addrs))
-        if type(lines) is _Lines:
-            f.write(lines._starts)
-            f.write(lines._buf)
-        else:
-            f.write(array("Q", accumulate(map((1).__add__, map(len, lines)), initial=0)))
-            f.write(b"\n".join(lines))
+        f.write(addrs)
+        f.write(lines._spans)
+        f.write(data)
 
     @staticmethod
     def from_buffer(buf) -> Kallsyms:
@@ -210,15 +240,12 @@ class Kallsyms:
         view = memoryview(buf)
         at = _TABLE_HEAD.size
         addrs = view[at:at + 8 * n].cast("Q")
-        starts = view[at + 8 * n:at + 16 * n + 8].cast("Q")
-        return Kallsyms(addrs, _Lines(buf, at + 16 * n + 8, starts))  # type: ignore[arg-type]
+        spans = view[at + 8 * n:at + 24 * n].cast("Q")
+        return Kallsyms(addrs, _Lines(buf, at + 24 * n, spans))  # type: ignore[arg-type]
 
     def address_of(self, name: bytes) -> int | None:
         """The address of the core-kernel symbol `name` (a line without module), else None."""
-        lines = self._lines
-        if type(lines) is _Lines:
-            return _symbol_address(lines._buf, lines._base, name)
-        return _symbol_address(b"\n".join(lines) + b"\n", 0, name)
+        return _symbol_address(self._lines._buf, self._lines._base, name)
 
     def lookup(self, addr: int) -> tuple[int, str, str] | None:
         """(symbol start, name, module or "") of the last symbol at or below `addr`."""
@@ -235,42 +262,45 @@ _TABLE_HEAD = struct.Struct("=Q")
 
 
 def _symbol_address(text, start: int, name: bytes) -> int | None:
-    """The address on the first line `<address> <type> <name>` of the lines in text[start:]
-    (bytes or an mmap), else None: a search for the name, not a parse of every line."""
-    needle = b" " + name + b"\n"
+    """The least address above 0 of the lines `<address> <type> <name>` in text[start:] (bytes
+    or an mmap; lines end at LF or CR): the first such line of the sorted table, else None.
+    A search for the name, not a parse of every line."""
+    needle = b" " + name
     end = len(text)
+    found = None
     at = text.find(needle, start)
-    while True:
-        if at < 0:  # the last line may have no newline
-            at = end - len(needle) + 1
-            if at < start or text[at:end] != needle[:-1]:
-                return None
-        line_at = text.rfind(b"\n", start, at) + 1 or start
-        fields = text[line_at:at + len(needle)].split()
-        if len(fields) == 3 and fields[2] == name:
-            try:
-                return int(fields[0], 16) or None
-            except ValueError:
-                pass
-        if at + len(needle) > end:
-            return None
+    while at >= 0:
+        after = at + len(needle)
+        if after == end or text[after] in b"\n\r":
+            line_at = text.rfind(b"\n", start, at) + 1 or start
+            line_at = text.rfind(b"\r", line_at, at) + 1 or line_at
+            fields = text[line_at:after].split()
+            # a line's fields are its words before its first TAB
+            if len(fields) == 3 and fields[2] == name and text.find(b"\t", line_at, at) < 0:
+                try:
+                    addr = int(fields[0], 16)
+                except ValueError:
+                    addr = 0
+                if addr > 0 and (found is None or addr < found):
+                    found = addr
         at = text.find(needle, at + 1)
+    return found
 
 
 class _Lines:
-    """Line i of the text in `buf` from `base`, as bytes: `starts` holds the offset of each
-    line and one past the last (a `Kallsyms.write_table` table, or a text as it is)."""
+    """Line i of the text in `buf` from `base`, as bytes: `spans` holds the start and end
+    offset of each line (a `Kallsyms.write_table` table, or a text as it is)."""
 
-    __slots__ = ("_buf", "_base", "_starts")
+    __slots__ = ("_buf", "_base", "_spans")
 
-    def __init__(self, buf, base: int, starts: memoryview | array) -> None:
+    def __init__(self, buf, base: int, spans: memoryview | array) -> None:
         self._buf = buf
         self._base = base
-        self._starts = starts
+        self._spans = spans
 
     def __getitem__(self, i: int) -> bytes:
-        base, starts = self._base, self._starts
-        return self._buf[base + starts[i]:base + starts[i + 1] - 1]
+        base, spans = self._base, self._spans
+        return self._buf[base + spans[2 * i]:base + spans[2 * i + 1]]
 
 
 def read(path: str) -> tuple[bytes, str | None]:

@@ -1,0 +1,22 @@
+# C types of kallsyms.py when compiled (setup.py): the parse walks the text's bytes with C
+# positions (unsigned: never below 0) and writes the addresses and line spans into u64 arrays.
+
+cimport cython
+
+cdef int _END, _OTHER
+
+
+@cython.locals(cap=size_t, out_addrs="unsigned long long[::1]", out_spans="unsigned long long[::1]",
+               text="const unsigned char[::1]", classes="const unsigned char[::1]",
+               end=size_t, n=size_t, pos=size_t, i=size_t,
+               first=size_t, c="unsigned char", value="unsigned long long", plain=bint,
+               digit=int, fields=int)
+cpdef tuple _entries(bytes data)
+
+@cython.locals(view="const unsigned long long[::1]", k=size_t)
+cpdef bint _ascending(object addrs) except -1
+
+@cython.locals(n=size_t, view="const unsigned long long[::1]",
+               spans_view="const unsigned long long[::1]", out_addrs="unsigned long long[::1]",
+               out_spans="unsigned long long[::1]", k=size_t, j=size_t)
+cpdef tuple _reordered(object addrs, object spans)
