@@ -52,6 +52,11 @@ _CLASS = bytes(int(chr(b), 16) if chr(b) in "0123456789abcdefABCDEF"
                else _END if b in b" \t\n\v\f\r" else _OTHER for b in range(256))
 
 
+def _zeroed(n: int) -> tuple[array, array]:
+    """Arrays of addresses and line spans for n entries, all 0."""
+    return array("Q", bytes(8 * n)), array("Q", bytes(16 * n))
+
+
 def _entries(data: bytes) -> tuple[array, array]:
     """(Addresses, line spans) of the entries of kallsyms text `data`, in file order.
 
@@ -61,8 +66,7 @@ def _entries(data: bytes) -> tuple[array, array]:
     with an address above 0 is an entry. Entry i is the line data[spans[2i]:spans[2i + 1]].
     """
     cap = len(data) // 32 + 16  # entries the arrays have room for: a line has ~45 bytes
-    addrs = array("Q", bytes(8 * cap))
-    spans = array("Q", bytes(16 * cap))
+    addrs, spans = _zeroed(cap)
     out_addrs = addrs
     out_spans = spans
     text = data
@@ -144,8 +148,7 @@ def _reordered(addrs: array, spans: array) -> tuple[array, array]:
     lookup, as in upstream's stable sort)."""
     n = len(addrs)
     order = sorted(range(n), key=addrs.__getitem__)
-    new_addrs = array("Q", bytes(8 * n))
-    new_spans = array("Q", bytes(16 * n))
+    new_addrs, new_spans = _zeroed(n)
     view = addrs
     spans_view = spans
     out_addrs = new_addrs
