@@ -12,12 +12,12 @@ from .kallsyms import Kallsyms, KallsymsError, cache_key, read
 class KallsymsWorker:
     """A forked process that reads and parses the kallsyms file a run will most likely use
     (`likely_path`) while the run imports its modules and reads the recording: the parse
-    (~40 ms for 120 k lines) otherwise sits in front of the first kernel frame. Forked at
-    start-up, while this process is small (every page this one has then counts in the
-    worker's RSS too). Not niced: on a busy machine this process would wait for it. The table
-    comes back in a memfd this process maps and uses in place. If the run settles on another
-    file, or anything goes wrong with the worker, `table` says None and the caller reads the
-    file itself, as without a worker."""
+    (~15 ms compiled for 120 k lines, ~1 s interpreted) otherwise sits in front of the first
+    kernel frame. Forked at start-up, while this process is small (every page this one has
+    then counts in the worker's RSS too). Not niced: on a busy machine this process would
+    wait for it. The table comes back in a memfd this process maps and uses in place. If the
+    run settles on another file, or anything goes wrong with the worker, `table` says None and
+    the caller reads the file itself, as without a worker."""
 
     _open: list[KallsymsWorker] = []  # workers whose descriptors a later fork must not keep
     _fork_hook = False  # _forget_all registered
