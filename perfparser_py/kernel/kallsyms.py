@@ -145,17 +145,53 @@ def _ascending(addrs: array) -> bool:
 
 def _reordered(addrs: array, spans: array) -> tuple[array, array]:
     """The entries sorted by address, equal addresses in file order (the last one wins a
-    lookup, as in upstream's stable sort)."""
+    lookup, as in upstream's stable sort): a merge sort of their indices, rounds of runs
+    twice as long as the round before; a pair of runs already in order is copied."""
     n = len(addrs)
-    order = sorted(range(n), key=addrs.__getitem__)
+    keys = addrs
+    src = array("Q", bytes(8 * n))  # the indices in the order of the last round
+    dst = array("Q", bytes(8 * n))
+    k = 0
+    while k < n:
+        src[k] = k
+        k += 1
+    width = 1
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            if mid < hi and keys[src[mid]] < keys[src[mid - 1]]:
+                while i < mid and j < hi:
+                    if keys[src[j]] < keys[src[i]]:
+                        dst[k] = src[j]
+                        j += 1
+                    else:
+                        dst[k] = src[i]
+                        i += 1
+                    k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+            lo = hi
+        src, dst = dst, src
+        width *= 2
     new_addrs, new_spans = _zeroed(n)
-    view = addrs
     spans_view = spans
     out_addrs = new_addrs
     out_spans = new_spans
     k = 0
-    for j in order:
-        out_addrs[k] = view[j]
+    while k < n:
+        j = src[k]
+        out_addrs[k] = keys[j]
         out_spans[2 * k] = spans_view[2 * j]
         out_spans[2 * k + 1] = spans_view[2 * j + 1]
         k += 1
