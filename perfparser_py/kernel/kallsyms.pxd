@@ -17,7 +17,8 @@ cpdef tuple _entries(bytes data)
 cpdef bint _ascending(object addrs) except -1
 
 @cython.locals(n=size_t, keys="const unsigned long long[::1]", src="unsigned long long[::1]",
-               dst="unsigned long long[::1]", k=size_t, width=size_t, lo=size_t, mid=size_t,
+               dst="unsigned long long[::1]", bounds="unsigned long long[::1]", runs=size_t,
+               r=size_t, k=size_t, lo=size_t, mid=size_t,
                hi=size_t, i=size_t, j=size_t, spans_view="const unsigned long long[::1]",
                out_addrs="unsigned long long[::1]", out_spans="unsigned long long[::1]")
 cpdef tuple _reordered(object addrs, object spans)

@@ -145,34 +145,39 @@ def _ascending(addrs: array) -> bool:
 
 def _reordered(addrs: array, spans: array) -> tuple[array, array]:
     """The entries sorted by address, equal addresses in file order (the last one wins a
-    lookup, as in upstream's stable sort): a merge sort of their indices, rounds of runs
-    twice as long as the round before; a pair of runs already in order is copied."""
+    lookup, as in upstream's stable sort): a merge sort of their indices that starts from
+    the text's ascending runs (the core kernel's symbols, then each module's)."""
     n = len(addrs)
     keys = addrs
     src = array("Q", bytes(8 * n))  # the indices in the order of the last round
     dst = array("Q", bytes(8 * n))
+    bounds = array("Q", bytes(8 * (n + 1)))  # where each run starts, and n
+    runs = 0
     k = 0
     while k < n:
         src[k] = k
+        if k == 0 or keys[k] < keys[k - 1]:
+            bounds[runs] = k
+            runs += 1
         k += 1
-    width = 1
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
+    bounds[runs] = n
+    while runs > 1:  # each round merges runs 2r and 2r + 1 into run r
+        r = 0
+        while r < runs:
+            lo = bounds[r]
+            mid = bounds[r + 1]
+            hi = bounds[min(r + 2, runs)]
             i = lo
             j = mid
             k = lo
-            if mid < hi and keys[src[mid]] < keys[src[mid - 1]]:
-                while i < mid and j < hi:
-                    if keys[src[j]] < keys[src[i]]:
-                        dst[k] = src[j]
-                        j += 1
-                    else:
-                        dst[k] = src[i]
-                        i += 1
-                    k += 1
+            while i < mid and j < hi:
+                if keys[src[j]] < keys[src[i]]:
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
             while i < mid:
                 dst[k] = src[i]
                 i += 1
@@ -181,9 +186,11 @@ def _reordered(addrs: array, spans: array) -> tuple[array, array]:
                 dst[k] = src[j]
                 j += 1
                 k += 1
-            lo = hi
+            bounds[r // 2] = lo
+            r += 2
+        runs = (runs + 1) // 2
+        bounds[runs] = n
         src, dst = dst, src
-        width *= 2
     new_addrs, new_spans = _zeroed(n)
     spans_view = spans
     out_addrs = new_addrs
@@ -257,16 +264,17 @@ class Kallsyms:
         addrs, spans = _entries(data)
         if not addrs:
             raise KallsymsError(EMPTY_MAPPING)
-        if not _ascending(addrs):  # /proc/kallsyms lists the modules in load order
+        in_order = _ascending(addrs)
+        if not in_order:  # /proc/kallsyms lists the modules in load order
             addrs, spans = _reordered(addrs, spans)
-        return addrs, _Lines(data, 0, spans)
+        return addrs, _Lines(data, 0, spans, in_order)
 
     @staticmethod
     def write_table(f, data: bytes) -> None:
         """The table of kallsyms text `data` as `from_buffer` reads it (count, addresses,
         line spans, the text); raises KallsymsError."""
         addrs, lines = Kallsyms._sorted(data)
-        f.write(_TABLE_HEAD.pack(len(addrs)))
+        f.write(_TABLE_HEAD.pack(len(addrs), lines._in_order))
         f.write(addrs)
         f.write(lines._spans)
         f.write(data)
@@ -275,16 +283,18 @@ class Kallsyms:
     def from_buffer(buf) -> Kallsyms:
         """The table `write_table` wrote into `buf` (an mmap), used in place: no line is split or
         address converted until a lookup reads it."""
-        (n,) = _TABLE_HEAD.unpack_from(buf)
+        n, in_order = _TABLE_HEAD.unpack_from(buf)
         view = memoryview(buf)
         at = _TABLE_HEAD.size
         addrs = view[at:at + 8 * n].cast("Q")
         spans = view[at + 8 * n:at + 24 * n].cast("Q")
-        return Kallsyms(addrs, _Lines(buf, at + 24 * n, spans))  # type: ignore[arg-type]
+        lines = _Lines(buf, at + 24 * n, spans, bool(in_order))  # type: ignore[arg-type]
+        return Kallsyms(addrs, lines)
 
     def address_of(self, name: bytes) -> int | None:
         """The address of the core-kernel symbol `name` (a line without module), else None."""
-        return _symbol_address(self._lines._buf, self._lines._base, name)
+        lines = self._lines
+        return _symbol_address(lines._buf, lines._base, name, lines._in_order)
 
     def lookup(self, addr: int) -> tuple[int, str, str] | None:
         """(symbol start, name, module or "") of the last symbol at or below `addr`."""
@@ -297,13 +307,14 @@ class Kallsyms:
                 module.strip().decode("utf-8", "surrogateescape"))
 
 
-_TABLE_HEAD = struct.Struct("=Q")
+_TABLE_HEAD = struct.Struct("=QQ")  # entries, whether they are in the text's order
 
 
-def _symbol_address(text, start: int, name: bytes) -> int | None:
+def _symbol_address(text, start: int, name: bytes, in_order: bool) -> int | None:
     """The least address above 0 of the lines `<address> <type> <name>` in text[start:] (bytes
     or an mmap; lines end at LF or CR): the first such line of the sorted table, else None.
-    A search for the name, not a parse of every line."""
+    A search for the name, not a parse of every line; it ends at the first such line when
+    the table is the text's entries in order."""
     needle = b" " + name
     end = len(text)
     found = None
@@ -322,6 +333,8 @@ def _symbol_address(text, start: int, name: bytes) -> int | None:
                     addr = 0
                 if addr > 0 and (found is None or addr < found):
                     found = addr
+                    if in_order:
+                        break
         at = text.find(needle, at + 1)
     return found
 
@@ -330,12 +343,13 @@ class _Lines:
     """Line i of the text in `buf` from `base`, as bytes: `spans` holds the start and end
     offset of each line (a `Kallsyms.write_table` table, or a text as it is)."""
 
-    __slots__ = ("_buf", "_base", "_spans")
+    __slots__ = ("_buf", "_base", "_spans", "_in_order")
 
-    def __init__(self, buf, base: int, spans: memoryview | array) -> None:
+    def __init__(self, buf, base: int, spans: memoryview | array, in_order: bool) -> None:
         self._buf = buf
         self._base = base
         self._spans = spans
+        self._in_order = in_order  # the entries are in the text's order
 
     def __getitem__(self, i: int) -> bytes:
         base, spans = self._base, self._spans
