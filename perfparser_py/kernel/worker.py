@@ -12,7 +12,7 @@ from .kallsyms import Kallsyms, KallsymsError, cache_key, read
 class KallsymsWorker:
     """A forked process that reads and parses the kallsyms file a run will most likely use
     (`likely_path`) while the run imports its modules and reads the recording: the parse
-    (~15 ms compiled for 120 k lines, ~1 s interpreted) otherwise sits in front of the first
+    (~10 ms compiled for 120 k lines, ~0.5 s interpreted) otherwise sits in front of the first
     kernel frame. Forked at start-up, while this process is small (every page this one has
     then counts in the worker's RSS too). Not niced: on a busy machine this process would
     wait for it. The table comes back in a memfd this process maps and uses in place. If the
