@@ -14,8 +14,8 @@ class KallsymsWorker:
     (`likely_path`) while the run imports its modules and reads the recording: the parse
     (~10 ms compiled for 120 k lines, ~0.5 s interpreted) otherwise sits in front of the first
     kernel frame. Forked at start-up, while this process is small (every page this one has
-    then counts in the worker's RSS too). Not niced: on a busy machine this process would
-    wait for it. The table comes back in a memfd this process maps and uses in place. If the
+    then counts in the worker's RSS too). Niced only a little (cpus.HELPER_NICENESS): on a
+    busy machine this process would wait for it. The table comes back in a memfd this process maps and uses in place. If the
     run settles on another file, or anything goes wrong with the worker, `table` says None and
     the caller reads the file itself, as without a worker."""
 
