@@ -21,10 +21,7 @@ from .abi import (
     FLAG_FREQ,
     FLAG_INHERIT,
     FLAG_SAMPLE_ID_ALL,
-    FORMAT_GROUP,
-    FORMAT_ID,
     SAMPLE_BRANCH_HW_INDEX,
-    SAMPLE_READ,
     TYPE_BREAKPOINT,
     TYPE_HARDWARE,
     TYPE_HW_CACHE,
@@ -85,11 +82,7 @@ class SamplePlan:
 
     prefix: struct.Struct
     prefix_index: tuple[int, ...]  # per PREFIX_NAMES
-    read_size: int  # bytes of a non-group READ block, 0 if GROUP or no READ
-    read_group: bool
-    read_entry: int  # u64s per (value, id[, lost]) group entry
-    read_has_id: bool
-    read_skip: int  # u64s of time_enabled/time_running after nr (group) or value (non-group)
+    parts: tuple[lay.PartPlan, ...]  # the variable-size parts present, in their order
     branch_hw_index: bool
     nregs_user: int
     tail: struct.Struct  # the fixed-size fields after the user stack (layout.SAMPLE_TAIL)
@@ -106,16 +99,14 @@ def make_plan(sample_type: int, read_format: int, branch_sample_type: int, regs_
     trailer, trailer_index = lay.unpacker(lay.SAMPLE_ID, sample_type, endian, TRAILER_NAMES)
     tail, tail_index = lay.unpacker(lay.SAMPLE_TAIL, sample_type, endian, TAIL_NAMES)
     at = lay.offsets(lay.present(lay.SAMPLE_PREFIX, sample_type))
-    one = lay.present(lay.READ_ONE, read_format)
-    group = bool(read_format & FORMAT_GROUP)
+    given = {"read_format": read_format, "branch_sample_type": branch_sample_type,
+             lay.NREGS_USER: regs_user.bit_count()}
     return SamplePlan(
         prefix=prefix,
         prefix_index=prefix_index,
-        read_size=0 if group or not sample_type & SAMPLE_READ else 8 * len(one),
-        read_group=group,
-        read_entry=len(lay.present(lay.READ_CNTR, read_format)),
-        read_has_id=bool(read_format & FORMAT_ID),
-        read_skip=sum(row[0].startswith("time_") for row in one),
+        parts=tuple(lay.part_plan(name, lay.resolve(part, given), endian)
+                    for name, part, _bit in lay.present(lay.SAMPLE_VARIABLE, sample_type)
+                    if isinstance(part, lay.Part)),
         branch_hw_index=bool(branch_sample_type & SAMPLE_BRANCH_HW_INDEX),
         nregs_user=regs_user.bit_count(),
         tail=tail,

@@ -1,8 +1,9 @@
 """Hand-written struct decoders for the hot records (SAMPLE, MMAP, MMAP2, COMM, FORK, EXIT).
 
 Their struct formats and offsets come from layout.py's tables (made once per byte order here,
-once per attr in attr.SamplePlan); the order of a sample's variable part is layout's
-SAMPLE_VARIABLE. Each must give exactly what the construct declarations in records.py give
+once per attr in attr.SamplePlan, whose `parts` are the sample's variable-size parts read by
+`part`). Fused and Stacked, the fast paths of frame-pointer and DWARF recordings, are written
+for their layouts by hand; tests/perfdata/test_layout.py checks them against the tables. Each must give exactly what the construct declarations in records.py give
 (tested on every corpus file). They work on a memoryview and never copy raw or user-stack
 bytes. Malformed input raises struct.error / ValueError; the reader turns that into
 PerfDataError.
@@ -39,6 +40,52 @@ _NO_TRAILER = (0, 0, 0, 0)
 _NOT_FUSED = SAMPLE_READ | SAMPLE_RAW | SAMPLE_BRANCH_STACK | SAMPLE_REGS_USER | SAMPLE_STACK_USER
 _STACKED = SAMPLE_REGS_USER | SAMPLE_STACK_USER  # fused() makes a SampleEvent decoder
 _NOT_STACKED = SAMPLE_READ | SAMPLE_RAW | SAMPLE_BRANCH_STACK
+
+
+# the event fields of the variable-size parts, what they are when a part is absent:
+# read_values, callchain, raw, branch_stack, hw_idx, regs_abi, regs, stack
+_NO_PARTS = ((), (), None, (), None, 0, (), None)
+
+
+def _read(p: lay.PartPlan, head: tuple, items, tail: tuple, out: list) -> None:
+    """(value, id) of each counter: the head's if one (no items), each item's if a group."""
+    at, words = (p.head_at, len(head)) if items is None else (p.item_at, p.words)
+    flat = head if items is None else items
+    v, i = at["value"], at.get("id", -1)
+    if i < 0:
+        out[0] = tuple((value, 0) for value in flat[v::words])
+    else:
+        out[0] = tuple(zip(flat[v::words], flat[i::words], strict=True))
+
+
+def _callchain(p: lay.PartPlan, head: tuple, items, tail: tuple, out: list) -> None:
+    out[1] = items
+
+
+def _raw(p: lay.PartPlan, head: tuple, items, tail: tuple, out: list) -> None:
+    out[2] = items
+
+
+def _branch_stack(p: lay.PartPlan, head: tuple, items, tail: tuple, out: list) -> None:
+    k = p.words
+    out[3] = tuple(zip(*(items[j::k] for j in range(k)), strict=True))
+    i = p.head_at.get("hw_idx", -1)
+    out[4] = head[i] if i >= 0 else None
+
+
+def _regs_user(p: lay.PartPlan, head: tuple, items, tail: tuple, out: list) -> None:
+    out[5] = head[0]
+    out[6] = items if items is not None else ()
+
+
+def _stack_user(p: lay.PartPlan, head: tuple, items, tail: tuple, out: list) -> None:
+    if head[0]:  # size, then dyn_size (tail) when it is not 0
+        out[7] = items[:min(tail[0], head[0])]
+
+
+# each Part of layout.SAMPLE_VARIABLE into its event fields in the list of _NO_PARTS
+_EVENT_OF = {"read": _read, "callchain": _callchain, "raw": _raw,
+             "branch_stack": _branch_stack, "regs_user": _regs_user, "stack_user": _stack_user}
 
 
 class FusedSample(tuple):
@@ -167,6 +214,32 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
             raise ValueError("array runs past the end of the record")
         return (arrays.get(n) or new_array(n))(buf, pos)
 
+    def part(p: lay.PartPlan, buf, pos: int, end: int, out: list) -> int:
+        """Read one variable-size part (its PartPlan, layout.py's table for this attr) at pos
+        into its event fields in out; the position after it."""
+        name, head, count, given, words, when, after, after_when, head_at, item_at = p
+        values = head.unpack_from(buf, pos)
+        pos += head.size
+        items = None
+        if words >= 0 and (when < 0 or values[when]):
+            n = given if count < 0 else values[count]
+            if words:
+                items = u64s(buf, pos, end, n * words)
+                pos += 8 * n * words
+            else:
+                if pos + n > end:
+                    raise ValueError(f"sample's {name} runs past the end of the record")
+                items = buf[pos:pos + n]
+                pos += n
+        tail = ()
+        if after.size and (after_when < 0 or values[after_when]):
+            if pos + after.size > end:
+                raise ValueError(f"sample's {name} runs past the end of the record")
+            tail = after.unpack_from(buf, pos)
+            pos += after.size
+        _EVENT_OF[name](p, values, items, tail, out)
+        return pos
+
     def sample(buf, pos: int, end: int, misc: int, size: int,
                attr: PerfEventAttr) -> ev.SampleEvent:
         plan = attr.plan
@@ -174,60 +247,10 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
         v = prefix.unpack_from(buf, pos) + _ZERO
         i_id, i_ip, i_pid, i_tid, i_time, i_addr, i_sid, i_cpu, i_period = plan.prefix_index
         pos += prefix.size
-        st = attr.sample_type
-        read_values = callchain = branch_stack = regs = ()
-        raw = stack = hw_idx = None
-        regs_abi = weight = data_src = transaction = 0
-        if st & SAMPLE_READ:
-            if plan.read_group:
-                (nr,) = u64(buf, pos)
-                pos += 8 * (1 + plan.read_skip)
-                step = plan.read_entry
-                flat = u64s(buf, pos, end, nr * step)
-                pos += 8 * nr * step
-                if plan.read_has_id:
-                    read_values = tuple(zip(flat[0::step], flat[1::step], strict=True))
-                else:
-                    read_values = tuple((value, 0) for value in flat[0::step])
-            else:
-                (value,) = u64(buf, pos)
-                rid = u64(buf, pos + 8 * (1 + plan.read_skip))[0] if plan.read_has_id else 0
-                read_values = ((value, rid),)
-                pos += plan.read_size
-        if st & SAMPLE_CALLCHAIN:
-            (nr,) = u64(buf, pos)
-            callchain = u64s(buf, pos + 8, end, nr)
-            pos += 8 + 8 * nr
-        if st & SAMPLE_RAW:
-            (n,) = u32(buf, pos)
-            if pos + 4 + n > end:
-                raise ValueError("raw data runs past the end of the record")
-            raw = buf[pos + 4:pos + 4 + n]
-            pos += 4 + n
-        if st & SAMPLE_BRANCH_STACK:
-            (nr,) = u64(buf, pos)
-            pos += 8
-            if plan.branch_hw_index:
-                (hw_idx,) = u64(buf, pos)
-                pos += 8
-            flat = u64s(buf, pos, end, 3 * nr)
-            branch_stack = tuple(zip(flat[0::3], flat[1::3], flat[2::3], strict=True))
-            pos += 24 * nr
-        if st & SAMPLE_REGS_USER:
-            (regs_abi,) = u64(buf, pos)
-            pos += 8
-            if regs_abi:
-                regs = u64s(buf, pos, end, plan.nregs_user)
-                pos += 8 * plan.nregs_user
-        if st & SAMPLE_STACK_USER:
-            (n,) = u64(buf, pos)
-            pos += 8
-            if n:
-                if pos + n + 8 > end:
-                    raise ValueError("user stack runs past the end of the record")
-                (dyn,) = u64(buf, pos + n)
-                stack = buf[pos:pos + min(dyn, n)]
-                pos += n + 8
+        out = list(_NO_PARTS)
+        for p in plan.parts:
+            pos = part(p, buf, pos, end, out)
+        weight = data_src = transaction = 0
         tail = plan.tail
         if tail.size:
             weight, data_src, transaction = plan.tail_pick(tail.unpack_from(buf, pos) + _ZERO)
@@ -236,8 +259,7 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
             raise ValueError("sample fields run past the end of the record")
         # tuple.__new__ directly: the NamedTuple's generated __new__ is one more Python call
         return _new(_SampleEvent, (attr, v[i_pid], v[i_tid], v[i_time], v[i_cpu], v[i_ip],
-                                   v[i_addr], v[i_id], v[i_sid], v[i_period], read_values,
-                                   callchain, raw, branch_stack, hw_idx, regs_abi, regs, stack,
+                                   v[i_addr], v[i_id], v[i_sid], v[i_period], *out,
                                    weight, data_src, transaction, size, misc))
 
     def fused(attr: PerfEventAttr) -> Callable | None:

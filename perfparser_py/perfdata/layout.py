@@ -6,20 +6,37 @@ order or per attr, never per record: the construct declarations (`declare`, used
 and attr.py, and by the tests to build bytes), and the struct formats and offsets of the hand
 decoders (`struct_format`, `offsets`, `unpacker`, used by fast.py and attr.SamplePlan).
 
-A row is (name, code) or (name, code, bit). code is a struct format code ("Q" u64, "I" u32,
-"i" s32, "H" u16, "B" u8, "Ns" N bytes), CSTRING, or (in SAMPLE_VARIABLE) the name of a shape
-records.py declares. bit: the field is there only when the sample_type (read_format, for the
-read tables) has that bit. A row named in RESERVED is skipped on parsing and written as zeros.
+A row is (name, code) or (name, code, condition). code is a struct format code ("Q" u64, "I"
+u32, "i" s32, "H" u16, "B" u8, "Ns" N bytes), CSTRING, Items (an array), or (in SAMPLE_VARIABLE)
+a Part (a table of its own). condition: an int bit, the field is there only when the table's
+flags (sample_type, or the Part's attr field) have it; or an earlier row's name, the field is
+there only when that row's value is not 0. A row named in RESERVED is skipped on parsing and
+written as zeros. Adding a sample field is adding its row (and, for a new Part, its event
+fields in fast._EVENT_OF and records._sample).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
-from construct import Bytes, Construct, Default, ExprAdapter, GreedyBytes, If, Padding
+from construct import (
+    Bytes,
+    Construct,
+    Default,
+    ExprAdapter,
+    GreedyBytes,
+    If,
+    Padding,
+    Prefixed,
+    PrefixedArray,
+    Struct,
+    this,
+)
 
 from .abi import (
+    FORMAT_GROUP,
     FORMAT_ID,
     FORMAT_LOST,
     FORMAT_TOTAL_TIME_ENABLED,
@@ -34,6 +51,7 @@ from .abi import (
     RECORD_SWITCH,
     RECORD_SWITCH_CPU_WIDE,
     SAMPLE_ADDR,
+    SAMPLE_BRANCH_HW_INDEX,
     SAMPLE_BRANCH_STACK,
     SAMPLE_CALLCHAIN,
     SAMPLE_CPU,
@@ -56,7 +74,27 @@ from .abi import (
 CSTRING = "cstring"  # a NUL-terminated name, NUL-padded to 8 bytes, up to the end of the body
 RESERVED = frozenset(("res", "__reserved_1", "__reserved_2", "reserved"))
 
-Row = tuple  # (name, code) or (name, code, bit)
+Row = tuple  # (name, code) or (name, code, condition)
+
+NREGS_USER = "nregs_user"  # a count the attr gives: the bits set in its sample_regs_user
+
+
+class Items(NamedTuple):
+    """A row's code for `count` items back to back. item: a struct code, "s" (bytes), or a
+    table of rows; count: an earlier row's name, or NREGS_USER."""
+
+    item: str | tuple
+    count: str | int  # an int once resolved
+
+
+class Part(NamedTuple):
+    """A variable-size part of a sample: its rows, their bits testing the attr field `flags`;
+    `other` (bit, rows): those rows instead when that field has the bit."""
+
+    rows: tuple[Row, ...]
+    flags: str = ""
+    other: tuple[int, tuple[Row, ...]] = (0, ())
+
 
 # ---------------------------------------------------------------- PERF_RECORD_SAMPLE
 
@@ -75,38 +113,6 @@ SAMPLE_PREFIX: tuple[Row, ...] = (
     ("period", "Q", SAMPLE_PERIOD),
 )
 
-# what follows it; the shapes (second column) are declared in records.py
-SAMPLE_VARIABLE: tuple[Row, ...] = (
-    ("read", "read", SAMPLE_READ),
-    ("callchain", "callchain", SAMPLE_CALLCHAIN),
-    ("raw", "raw", SAMPLE_RAW),
-    ("branch_stack", "branch_stack", SAMPLE_BRANCH_STACK),
-    ("regs_user", "regs_user", SAMPLE_REGS_USER),
-    ("stack_user", "stack_user", SAMPLE_STACK_USER),
-    ("weight", "Q", SAMPLE_WEIGHT),
-    ("data_src", "Q", SAMPLE_DATA_SRC),
-    ("transaction", "Q", SAMPLE_TRANSACTION),
-)
-
-
-def _fixed_tail(rows: tuple[Row, ...]) -> tuple[Row, ...]:
-    """The rows after the last one of variable size."""
-    n = len(rows)
-    while n and _is_fixed(rows[n - 1][1]):
-        n -= 1
-    return rows[n:]
-
-
-def _is_fixed(code: str) -> bool:
-    return code in _SIZED or code[:-1].isdigit() and code[-1] == "s"
-
-
-_SIZED = frozenset("QqIiHhB")
-
-
-# the fixed-size fields at the end of a sample (weight, data source, transaction)
-SAMPLE_TAIL = _fixed_tail(SAMPLE_VARIABLE)
-
 # read_format's layouts (struct read_format): one counter, or a group of them
 READ_ONE: tuple[Row, ...] = (
     ("value", "Q"),
@@ -115,10 +121,46 @@ READ_ONE: tuple[Row, ...] = (
     ("id", "Q", FORMAT_ID),
     ("lost", "Q", FORMAT_LOST),
 )
-READ_GROUP: tuple[Row, ...] = (("nr", "Q"), *READ_ONE[1:3])  # then cntr[nr]
 READ_CNTR: tuple[Row, ...] = (READ_ONE[0], *READ_ONE[3:])
+READ_GROUP: tuple[Row, ...] = (("nr", "Q"), *READ_ONE[1:3], ("cntr", Items(READ_CNTR, "nr")))
 
 BRANCH_ENTRY: tuple[Row, ...] = (("from", "Q"), ("to", "Q"), ("flags", "Q"))  # perf_branch_entry
+
+# the variable-size parts of a sample (perf_event.h's PERF_RECORD_SAMPLE comment)
+READ = Part(READ_ONE, "read_format", (FORMAT_GROUP, READ_GROUP))
+CALLCHAIN = Part((("nr", "Q"), ("ips", Items("Q", "nr"))))
+RAW = Part((("size", "I"), ("data", Items("s", "size"))))
+BRANCH_STACK = Part((
+    ("nr", "Q"),
+    ("hw_idx", "Q", SAMPLE_BRANCH_HW_INDEX),
+    ("lbr", Items(BRANCH_ENTRY, "nr")),
+), "branch_sample_type")
+REGS_USER = Part((("abi", "Q"), ("regs", Items("Q", NREGS_USER), "abi")))
+STACK_USER = Part((("size", "Q"), ("data", Items("s", "size")), ("dyn_size", "Q", "size")))
+
+# what follows the prefix
+SAMPLE_VARIABLE: tuple[Row, ...] = (
+    ("read", READ, SAMPLE_READ),
+    ("callchain", CALLCHAIN, SAMPLE_CALLCHAIN),
+    ("raw", RAW, SAMPLE_RAW),
+    ("branch_stack", BRANCH_STACK, SAMPLE_BRANCH_STACK),
+    ("regs_user", REGS_USER, SAMPLE_REGS_USER),
+    ("stack_user", STACK_USER, SAMPLE_STACK_USER),
+    ("weight", "Q", SAMPLE_WEIGHT),
+    ("data_src", "Q", SAMPLE_DATA_SRC),
+    ("transaction", "Q", SAMPLE_TRANSACTION),
+)
+
+
+def _is_fixed(code) -> bool:
+    return isinstance(code, str) and (code in _SIZED or code[:-1].isdigit() and code[-1] == "s")
+
+
+_SIZED = frozenset("QqIiHhB")
+
+# the fixed-size fields at the end of a sample (weight, data source, transaction)
+SAMPLE_TAIL = tuple(row for row in SAMPLE_VARIABLE if _is_fixed(row[1]))
+assert SAMPLE_VARIABLE[-len(SAMPLE_TAIL):] == SAMPLE_TAIL, "a sample's fixed fields come last"
 
 # struct sample_id: the trailer of the other records when the attr has sample_id_all
 _BY_NAME = {row[0]: row for row in SAMPLE_PREFIX}
@@ -227,6 +269,81 @@ def unpacker(rows: Iterable[Row], flags: int, endian: str,
             tuple(index.get(name, -1) for name in wanted))
 
 
+def resolve(part: Part, attr_fields: Mapping[str, int]) -> tuple[Row, ...]:
+    """A Part's rows for one attr: those its flags select, without their bits (nested tables
+    too), a given count as its number. attr_fields: the attr's fields by name, and NREGS_USER."""
+    flags = attr_fields[part.flags] if part.flags else 0
+    bit, other = part.other
+    return _resolve(other if flags & bit else part.rows, flags, attr_fields)
+
+
+def _resolve(rows: tuple[Row, ...], flags: int, given: Mapping[str, int]) -> tuple[Row, ...]:
+    out: list[Row] = []
+    for name, code, *condition in rows:
+        if condition and isinstance(condition[0], int):
+            if not flags & condition[0]:
+                continue
+            condition = []
+        if isinstance(code, Items):
+            item = code.item if isinstance(code.item, str) else _resolve(code.item, flags, given)
+            earlier = any(row[0] == code.count for row in out)
+            code = Items(item, code.count if earlier else given[code.count])
+        out.append((name, code, *condition))
+    return tuple(out)
+
+
+class PartPlan(NamedTuple):
+    """How fast.py reads a resolved Part: a fixed head, then items (each `words` u64s; 0:
+    bytes; -1: none) of a count read in the head (index `count`) or given, there when head
+    value `when` is not 0 (-1: always), then a fixed `after` there when head value
+    `after_when` is not 0. head_at / item_at: where each named value is in the head / an item."""
+
+    name: str
+    head: struct.Struct
+    count: int
+    given: int
+    words: int
+    when: int
+    after: struct.Struct
+    after_when: int
+    head_at: dict[str, int]
+    item_at: dict[str, int]
+
+
+def part_plan(name: str, rows: tuple[Row, ...], endian: str) -> PartPlan:
+    """The PartPlan of resolved rows: fixed rows, at most one Items row, fixed rows that
+    depend on one head value (ValueError for another shape)."""
+    n = next((k for k, row in enumerate(rows) if not _is_fixed(row[1])), len(rows))
+    head, rest = rows[:n], rows[n:]
+    head_at = {row[0]: k for k, row in enumerate(head)}
+    count, given, words, when, item_at = -1, 0, -1, -1, {}
+    if rest:
+        code = rest[0][1]
+        if not isinstance(code, Items):
+            raise ValueError(f"{name}: a part fast.py cannot read")
+        if isinstance(code.count, int):
+            given = code.count
+        else:
+            count = head_at[code.count]
+        when = head_at[rest[0][2]] if len(rest[0]) > 2 else -1
+        table = ((name, code.item),) if isinstance(code.item, str) else code.item
+        if code.item == "s":
+            words = 0
+        elif struct_format(table) == "Q" * len(table):
+            words, item_at = len(table), {row[0]: k for k, row in enumerate(table)}
+        else:
+            raise ValueError(f"{name}: items of other than u64 words")
+        rest = rest[1:]
+    whens = {row[2] if len(row) > 2 else None for row in rest}
+    if any(len(row) > 2 for row in head) or len(whens) > 1 or \
+            not all(_is_fixed(row[1]) for row in rest):
+        raise ValueError(f"{name}: a part fast.py cannot read")
+    after_when = whens.pop() if whens else None
+    return PartPlan(name, struct.Struct(endian + struct_format(head)), count, given, words, when,
+                    struct.Struct(endian + struct_format(rest)),
+                    -1 if after_when is None else head_at[after_when], head_at, item_at)
+
+
 # ---------------------------------------------------------------- generated: construct
 
 
@@ -249,19 +366,48 @@ def field(code: str, i) -> Construct:
     return {"Q": i.u64, "q": i.s64, "I": i.u32, "i": i.s32, "H": i.u16, "B": i.u8}[code]
 
 
+def items(code: Items, i) -> Construct:
+    """The construct of an Items code (i: ints.ints of the byte order)."""
+    count = code.count if isinstance(code.count, int) else this[code.count]
+    return Bytes(count) if code.item == "s" else _item(code.item, i)[count]
+
+
+def _item(item: str | tuple[Row, ...], i) -> Construct:
+    return field(item, i) if isinstance(item, str) else Struct(*declare(item, i))
+
+
 def declare(rows: Iterable[Row], i, flags: int = 0) -> list[Construct]:
     """The construct subcons of `rows`: a row with a bit is If(flags has it), None when absent
-    and 0 by default when built; a reserved row is padding."""
+    and 0 by default when built; a row that needs an earlier row not 0 is If(that), None by
+    default; a reserved row is padding."""
     subcons = []
     for row in rows:
         name, code = row[0], row[1]
         if name in RESERVED:
             con = Padding(struct.calcsize("<" + code))
         else:
-            con = field(code, i)
-        if len(row) > 2:
+            con = items(code, i) if isinstance(code, Items) else field(code, i)
+        if len(row) > 2 and isinstance(row[2], str):
+            con = Default(If(this[row[2]] != 0, con), None)
+        elif len(row) > 2:
             con = If(flags & row[2], con)
             if name not in RESERVED:
                 con = Default(con, 0)
         subcons.append(con if name in RESERVED else name / con)
     return subcons
+
+
+def declare_part(part: Part, attr_fields: Mapping[str, int], i) -> Construct:
+    """The construct of a Part for one attr (resolve's attr_fields): a Part of only a count
+    and its items is construct's PrefixedArray (bytes: Prefixed), built from the list (the
+    bytes) alone; any other, a Struct."""
+    rows = part.rows
+    if not part.other[1] and len(rows) == 2 and len(rows[1]) == 2 and \
+            isinstance(rows[1][1], Items) and rows[1][1].count == rows[0][0]:
+        count, item = field(rows[0][1], i), rows[1][1].item
+        if item == "s":
+            return Prefixed(count, GreedyBytes)
+        if isinstance(item, tuple):
+            item = _resolve(item, 0, attr_fields)
+        return PrefixedArray(count, _item(item, i))
+    return Struct(*declare(resolve(part, attr_fields), i))

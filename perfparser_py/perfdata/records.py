@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from functools import cache
 
-from construct import Bytes, Construct, Default, If, Optional, PrefixedArray, Struct, this
+from construct import Construct, Default, If, Optional, Struct
 
 from . import events as ev
 from . import layout as lay
 from .abi import (
-    FORMAT_GROUP,
     PROT_EXEC,
     PROT_READ,
     RECORD_COMM,
@@ -34,6 +33,7 @@ from .abi import (
     RECORD_SAMPLE,
     RECORD_SWITCH,
     RECORD_TIME_CONV,
+    SAMPLE_BRANCH_HW_INDEX,
 )
 from .attr import PerfEventAttr
 from .ints import ints
@@ -66,40 +66,19 @@ def sample_id_struct(sample_type: int, big_endian: bool) -> Construct:
     return Struct(*lay.declare(lay.SAMPLE_ID, ints(big_endian), sample_type))
 
 
-def _shapes(i, read_format: int, nregs_user: int, hw_index: bool) -> dict[str, Construct]:
-    """The variable-size parts of a sample (layout.SAMPLE_VARIABLE's shapes)."""
-    u64 = i.u64
-    if read_format & FORMAT_GROUP:
-        read = Struct(*lay.declare(lay.READ_GROUP, i, read_format),
-                      "cntr" / Struct(*lay.declare(lay.READ_CNTR, i, read_format))[this.nr])
-    else:
-        read = Struct(*lay.declare(lay.READ_ONE, i, read_format))
-    return {
-        "read": read,
-        "callchain": PrefixedArray(u64, u64),
-        "raw": Struct("size" / i.u32, "data" / Bytes(this.size)),
-        "branch_stack": Struct(
-            "nr" / u64,
-            "hw_idx" / If(hw_index, u64),
-            "entries" / Struct(*lay.declare(lay.BRANCH_ENTRY, i))[this.nr],
-        ),
-        "regs_user": Struct("abi" / u64, "regs" / If(this.abi != 0, u64[nregs_user])),
-        "stack_user": Struct("size" / u64, "data" / Bytes(this.size),
-                             "dyn_size" / If(this.size > 0, u64)),
-    }
-
-
 @cache
 def sample_struct(sample_type: int, read_format: int, nregs_user: int, hw_index: bool,
                   big_endian: bool) -> Construct:
     """PERF_RECORD_SAMPLE body for one attr (fields present per sample_type, SEMANTICS §3.4)."""
     i = ints(big_endian)
-    shapes = _shapes(i, read_format, nregs_user, hw_index)
+    given = {"read_format": read_format, lay.NREGS_USER: nregs_user,
+             "branch_sample_type": SAMPLE_BRANCH_HW_INDEX if hw_index else 0}
     variable = []
     for name, code, bit in lay.SAMPLE_VARIABLE:
-        if code in shapes:
+        if isinstance(code, lay.Part):
             # None by default when built: such a part must be given only when it is there
-            variable.append(name / Default(If(sample_type & bit, shapes[code]), None))
+            part = lay.declare_part(code, given, i)
+            variable.append(name / Default(If(sample_type & bit, part), None))
         else:
             variable.extend(lay.declare([(name, code, bit)], i, sample_type))
     return Struct(*lay.declare(lay.SAMPLE_PREFIX, i, sample_type), *variable)
@@ -126,14 +105,10 @@ def _trailer(body: bytes, global_attr: PerfEventAttr | None) -> tuple[bytes, tup
 
 
 def _sample(attr: PerfEventAttr, body: bytes, size: int, misc: int) -> ev.SampleEvent:
-    plan = attr.plan
     s = sample_struct_of(attr).parse(body)
     read_values: tuple = ()
     if s.read is not None:
-        if plan.read_group:
-            read_values = tuple((e.value, _z(e.id)) for e in s.read.cntr)
-        else:
-            read_values = ((s.read.value, _z(s.read.id)),)
+        read_values = tuple((e.value, _z(e.get("id"))) for e in s.read.get("cntr", (s.read,)))
     stack = None
     if s.stack_user is not None and s.stack_user.size:
         stack = memoryview(s.stack_user.data)[:min(s.stack_user.dyn_size, s.stack_user.size)]
@@ -143,9 +118,9 @@ def _sample(attr: PerfEventAttr, body: bytes, size: int, misc: int) -> ev.Sample
         addr=_z(s.addr), id=_z(s.id if s.id is not None else s.identifier),
         stream_id=_z(s.stream_id), period=_z(s.period), read_values=read_values,
         callchain=tuple(s.callchain or ()),
-        raw=memoryview(s.raw.data) if s.raw is not None else None,
-        branch_stack=tuple((e["from"], e.to, e.flags) for e in bs.entries) if bs else (),
-        hw_idx=bs.hw_idx if bs else None,
+        raw=memoryview(s.raw) if s.raw is not None else None,
+        branch_stack=tuple((e["from"], e.to, e.flags) for e in bs.lbr) if bs else (),
+        hw_idx=bs.get("hw_idx") if bs else None,
         regs_abi=s.regs_user.abi if s.regs_user else 0,
         regs=tuple(s.regs_user.regs or ()) if s.regs_user else (),
         stack=stack, weight=_z(s.weight), data_src=_z(s.data_src),

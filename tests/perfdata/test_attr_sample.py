@@ -96,7 +96,7 @@ def test_sample_read_without_id_group_and_lbr_hw_idx(big_endian):
         ip=0x401000, pid=10, tid=11,
         read=dict(nr=2, time_enabled=555, cntr=[dict(value=7), dict(value=8)]),  # no ids
         callchain=[0xA, 0xB],
-        branch_stack=dict(nr=1, hw_idx=42, entries=[{"from": 1, "to": 2, "flags": 3}]),
+        branch_stack=dict(nr=1, hw_idx=42, lbr=[{"from": 1, "to": 2, "flags": 3}]),
         regs_user=dict(abi=2, regs=[1, 2, 3]),
         stack_user=dict(size=16, data=bytes(range(16)), dyn_size=5),
         weight=77))

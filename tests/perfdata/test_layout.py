@@ -31,9 +31,10 @@ def _sample_types() -> list[int]:
     return sorted({0, ALL, *set(BITS), *(rng.getrandbits(18) & ALL for _ in range(150))})
 
 
-def _values(sample_type: int, read_format: int) -> dict:
+def _values(sample_type: int, read_format: int, variant: int) -> dict:
     """A value for every field, each one different, so a field read from the wrong place
-    shows."""
+    shows. variant 1: no user registers (abi 0) and an empty user stack, the parts' other
+    shapes."""
     v = {name: 0x1000 + k for k, (name, code, _bit) in enumerate(layout.SAMPLE_PREFIX)
          if code == "Q" or name in ("pid", "tid", "cpu")}
     v.update(weight=0x2001, data_src=0x2002, transaction=0x2003)
@@ -43,11 +44,21 @@ def _values(sample_type: int, read_format: int) -> dict:
     else:
         v["read"] = dict(cntr[0], time_enabled=5, time_running=4)
     v["callchain"] = [abi.CONTEXT_USER, 0x401000, 0x402000]
-    v["raw"] = dict(size=4, data=b"\x01\x02\x03\x04")
-    v["branch_stack"] = dict(nr=1, hw_idx=None, entries=[{"from": 7, "to": 8, "flags": 9}])
-    v["regs_user"] = dict(abi=2, regs=[11, 12])
-    v["stack_user"] = dict(size=8, data=bytes(range(8)), dyn_size=6)
+    v["raw"] = b"\x01\x02\x03\x04"
+    v["branch_stack"] = dict(nr=2, hw_idx=0x4001, lbr=[{"from": 7, "to": 8, "flags": 9},
+                                                       {"from": 17, "to": 18, "flags": 19}])
+    v["regs_user"] = dict(abi=2, regs=[11, 12]) if not variant else dict(abi=0)
+    v["stack_user"] = (dict(size=8, data=bytes(range(8)), dyn_size=6) if not variant
+                       else dict(size=0, data=b""))
     return {k: val for k, val in v.items() if sample_type & _bit(k)}
+
+
+def _read_values(built: dict, read_format: int) -> tuple:
+    if "read" not in built:
+        return ()
+    with_id = read_format & abi.FORMAT_ID
+    return tuple((c["value"], c["id"] if with_id else 0)
+                 for c in built["read"].get("cntr", (built["read"],)))
 
 
 def _bit(name: str) -> int:
@@ -58,12 +69,16 @@ def _bit(name: str) -> int:
 @pytest.mark.parametrize("big_endian", [False, True])
 @pytest.mark.parametrize("read_format", READ_FORMATS)
 def test_every_sample_type_decodes_to_the_values_built(big_endian, read_format):
+    """The general decoder, the construct declaration and the hand-written fast paths (Fused,
+    Stacked) read every part where the tables put it."""
     dec = make_decoders(big_endian)
-    for st in _sample_types():
+    for n, st in enumerate(_sample_types()):
+        variant = n % 2
         attr = PerfEventAttr(type=1, size=112, config=0, sample_period=1, sample_type=st,
                              read_format=read_format, flags=0, sample_regs_user=0b11,
+                             branch_sample_type=abi.SAMPLE_BRANCH_HW_INDEX * variant,
                              big_endian=big_endian)
-        built = _values(st, read_format)
+        built = _values(st, read_format, variant)
         body = sample_struct_of(attr).build(built)
         size = 8 + len(body)
         fast = dec.sample(memoryview(body), 0, len(body), 2, size, attr)
@@ -73,6 +88,15 @@ def test_every_sample_type_decodes_to_the_values_built(big_endian, read_format):
             assert getattr(fast, name) == built.get(name, 0), (hex(st), name)
         assert fast.id == built.get("id", built.get("identifier", 0)), hex(st)
         assert fast.callchain == tuple(built.get("callchain", ())), hex(st)
+        assert fast.read_values == _read_values(built, read_format), hex(st)
+        assert fast.raw == built.get("raw"), hex(st)
+        lbr = built.get("branch_stack", dict(lbr=()))["lbr"]
+        assert fast.branch_stack == tuple((e["from"], e["to"], e["flags"]) for e in lbr)
+        assert fast.hw_idx == (0x4001 if variant and st & abi.SAMPLE_BRANCH_STACK else None)
+        regs = built.get("regs_user", dict(abi=0))
+        assert (fast.regs_abi, fast.regs) == (regs["abi"], tuple(regs.get("regs", ()))), hex(st)
+        stack = built.get("stack_user", dict(size=0))
+        assert fast.stack == (stack["data"][:stack["dyn_size"]] if stack["size"] else None)
         fused = dec.fused(attr)
         if fused is not None:  # the frame-pointer and DWARF decoders read the same values
             got = fused(memoryview(body), 0, len(body), 2, size)
@@ -128,3 +152,11 @@ def test_reader_literals_are_abis_record_numbers():
     assert len(pairs) == 6
     for number, name in pairs:
         assert int(number) == getattr(abi, name), name
+
+
+def test_a_part_the_general_decoder_cannot_read_is_refused_when_planned():
+    """part_plan reads a head, one array, then fixed fields; another shape (two arrays) is a
+    ValueError when the attr's plan is made, not a wrong read later."""
+    two = layout.Part((("nr", "Q"), ("a", layout.Items("Q", "nr")), ("b", layout.Items("Q", "nr"))))
+    with pytest.raises(ValueError, match="cannot read"):
+        layout.part_plan("two", layout.resolve(two, {}), "<")
