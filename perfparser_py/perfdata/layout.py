@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
 
 from construct import (
     Bytes,
@@ -35,6 +34,7 @@ from construct import (
     this,
 )
 
+from ..tuples import named_tuple
 from .abi import (
     FORMAT_GROUP,
     FORMAT_ID,
@@ -79,7 +79,8 @@ Row = tuple  # (name, code) or (name, code, condition)
 NREGS_USER = "nregs_user"  # a count the attr gives: the bits set in its sample_regs_user
 
 
-class Items(NamedTuple):
+@named_tuple
+class Items:
     """A row's code for `count` items back to back. item: a struct code, "s" (bytes), or a
     table of rows; count: an earlier row's name, or NREGS_USER."""
 
@@ -87,7 +88,8 @@ class Items(NamedTuple):
     count: str | int  # an int once resolved
 
 
-class Part(NamedTuple):
+@named_tuple
+class Part:
     """A variable-size part of a sample: its rows, their bits testing the attr field `flags`;
     `other` (bit, rows): those rows instead when that field has the bit."""
 
@@ -292,7 +294,8 @@ def _resolve(rows: tuple[Row, ...], flags: int, given: Mapping[str, int]) -> tup
     return tuple(out)
 
 
-class PartPlan(NamedTuple):
+@named_tuple
+class PartPlan:
     """How fast.py reads a resolved Part: a fixed head, then items (each `words` u64s; 0:
     bytes; -1: none) of a count read in the head (index `count`) or given, there when head
     value `when` is not 0 (-1: always), then a fixed `after` there when head value
