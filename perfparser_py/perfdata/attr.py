@@ -5,7 +5,7 @@ dataclass with its precomputed sample decoding plan, and generated event names (
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from functools import cache
 from operator import itemgetter
 
@@ -39,34 +39,30 @@ def reverse_bits64(value: int) -> int:
 
 
 _ATTR_AT = lay.offsets(lay.ATTR)
-# where each field after the first ATTR_SIZE_VER0 bytes ends, last first
-_FIELD_ENDS = tuple(sorted((_ATTR_AT[name] + struct.calcsize("<" + code)
-                            for name, code in lay.ATTR if _ATTR_AT[name] >= ATTR_SIZE_VER0),
-                           reverse=True))
-
-
-def _consumed(size: int) -> int:
-    """Bytes the declared fields occupy for an attr of this size (fields are read iff they fit)."""
-    return next((end for end in _FIELD_ENDS if size >= end), ATTR_SIZE_VER0)
 
 
 @cache
 def attr_struct(big_endian: bool) -> Construct:
     """perf_event_attr of any size >= ATTR_SIZE_VER0 (layout.ATTR); fields beyond what we know
-    are skipped, fields past the attr's size read 0."""
+    are skipped, fields past the attr's size read 0. It compiles (construct's compile(),
+    tested), but is not compiled here: the ~3 ms that takes at start-up is more than parsing a
+    file's few attrs costs."""
     i = ints(big_endian)
     subcons = []
+    consumed = ATTR_SIZE_VER0  # bytes the fields read occupy (fields are contiguous)
     for name, code in lay.ATTR:
         con = lay.field(code, i)
         if name == "flags" and big_endian:
             con = ExprAdapter(con, lambda v, _: reverse_bits64(v), lambda v, _: reverse_bits64(v))
-        at = _ATTR_AT[name]
-        if at >= ATTR_SIZE_VER0:  # a field only an attr this large has (older/newer ABIs)
-            con = Default(IfThenElse(this.size >= at + con.sizeof(), con, Computed(0)), 0)
+        width = con.sizeof()
+        end = _ATTR_AT[name] + width
+        if end > ATTR_SIZE_VER0:  # a field only an attr this large has (older/newer ABIs)
+            con = Default(IfThenElse(this.size >= end, con, Computed(0)), 0)
+            consumed = consumed + (this.size >= end) * width
         subcons.append(name / con)
         if name == "size":
             subcons.append(Check(this.size >= ATTR_SIZE_VER0))
-    return Struct(*subcons, Padding(lambda c: c.size - _consumed(c.size)))
+    return Struct(*subcons, Padding(this.size - consumed))
 
 
 # the sample values fast.py's decoders take, by index into the unpacked prefix and trailer
@@ -117,30 +113,36 @@ def make_plan(sample_type: int, read_format: int, branch_sample_type: int, regs_
     )
 
 
-@dataclass(frozen=True, slots=True)
-class PerfEventAttr:
-    """A decoded perf_event_attr. `flags` is always in little-endian bit numbering."""
+class _Flag:
+    """A bit of perf_event_attr's flags bitfield, read as a bool."""
 
-    type: int
-    size: int
-    config: int
-    sample_period: int  # = sample_freq when freq
-    sample_type: int
-    read_format: int
-    flags: int
-    wakeup_events: int = 0
-    bp_type: int = 0
-    config1: int = 0
-    config2: int = 0
-    branch_sample_type: int = 0
-    sample_regs_user: int = 0
-    sample_stack_user: int = 0
-    clockid: int = 0
-    sample_regs_intr: int = 0
-    aux_watermark: int = 0
-    sample_max_stack: int = 0
-    big_endian: bool = False
-    plan: SamplePlan = field(init=False, compare=False, repr=False)
+    __slots__ = ("bit",)
+
+    def __init__(self, bit: int) -> None:
+        self.bit = bit
+
+    def __get__(self, attr, owner=None):
+        return self if attr is None else bool(attr.flags & self.bit)
+
+
+class _AttrBehaviour:
+    """What PerfEventAttr adds to its fields: the flags by name, its plan, pickling."""
+
+    __slots__ = ()
+    freq = _Flag(FLAG_FREQ)
+    sample_id_all = _Flag(FLAG_SAMPLE_ID_ALL)
+    inherit = _Flag(FLAG_INHERIT)
+    exclude_kernel = _Flag(FLAG_EXCLUDE_KERNEL)
+    exclude_user = _Flag(FLAG_EXCLUDE_USER)
+    context_switch = _Flag(FLAG_CONTEXT_SWITCH)
+
+    @property
+    def sample_freq(self) -> int:
+        return self.sample_period
+
+    @property
+    def precise_ip(self) -> int:
+        return (self.flags >> 15) & 3
 
     def __reduce__(self):
         # plan holds struct.Struct objects, which do not pickle: rebuilt from the fields
@@ -151,40 +153,18 @@ class PerfEventAttr:
             self.sample_type, self.read_format, self.branch_sample_type,
             self.sample_regs_user, self.big_endian))
 
-    @property
-    def freq(self) -> bool:
-        return bool(self.flags & FLAG_FREQ)
 
-    @property
-    def sample_freq(self) -> int:
-        return self.sample_period
+_ATTR_FIELDS = tuple(name for name, _code in lay.ATTR)
 
-    @property
-    def sample_id_all(self) -> bool:
-        return bool(self.flags & FLAG_SAMPLE_ID_ALL)
-
-    @property
-    def inherit(self) -> bool:
-        return bool(self.flags & FLAG_INHERIT)
-
-    @property
-    def exclude_kernel(self) -> bool:
-        return bool(self.flags & FLAG_EXCLUDE_KERNEL)
-
-    @property
-    def exclude_user(self) -> bool:
-        return bool(self.flags & FLAG_EXCLUDE_USER)
-
-    @property
-    def context_switch(self) -> bool:
-        return bool(self.flags & FLAG_CONTEXT_SWITCH)
-
-    @property
-    def precise_ip(self) -> int:
-        return (self.flags >> 15) & 3
-
-
-_ATTR_FIELDS = tuple(f for f in PerfEventAttr.__dataclass_fields__ if f not in ("plan", "big_endian"))
+PerfEventAttr = make_dataclass(
+    "PerfEventAttr",
+    [*((name, int, 0) for name in _ATTR_FIELDS), ("big_endian", bool, False),
+     ("plan", SamplePlan, field(init=False, compare=False, repr=False))],
+    bases=(_AttrBehaviour,), frozen=True, slots=True, namespace={
+        "__module__": __name__,
+        "__doc__": "A decoded perf_event_attr: layout.ATTR's fields, 0 when not given (as when "
+                   "the attr is too small to hold them), `flags` always in little-endian bit "
+                   "numbering; then big_endian and the sample plan."})
 
 
 def parse_attr(buf, offset: int, big_endian: bool) -> PerfEventAttr:

@@ -131,11 +131,15 @@ def test_sample_id_trailer_is_read_where_the_declaration_writes_it(big_endian):
 @pytest.mark.parametrize("size", [64, 72, 80, 96, 104, 112, 120, 136])
 def test_attr_of_every_abi_size_round_trips(big_endian, size):
     """Each field after the first 64 bytes is read when the attr's size reaches past it, and
-    0 when it does not; bytes past what we know are skipped."""
+    0 when it does not; bytes past what we know are skipped. Its construct compile()s to the
+    same parse and build."""
     values = {name: 1 + k for k, (name, _code) in enumerate(layout.ATTR)}
     values.update(size=size, flags=abi.FLAG_FREQ | abi.FLAG_SAMPLE_ID_ALL)
     data = attr_struct(big_endian).build(values)
     assert len(data) == size
+    compiled = attr_struct(big_endian).compile()  # all but big-endian flags' ExprAdapter
+    assert compiled.build(values) == data and compiled.parse(data) == attr_struct(
+        big_endian).parse(data)
     attr = parse_attr(data + b"\xff" * 8, 0, big_endian)
     at = layout.offsets(layout.ATTR)
     for name, code in layout.ATTR:
