@@ -78,7 +78,7 @@ class SamplePlan:
 
     prefix: struct.Struct
     prefix_index: tuple[int, ...]  # per PREFIX_NAMES
-    parts: tuple[lay.PartPlan, ...]  # the variable-size parts present, in their order
+    parts: tuple[tuple, ...]  # the variable-size parts present, in order (PartPlan's fields)
     branch_hw_index: bool
     nregs_user: int
     tail: struct.Struct  # the fixed-size fields after the user stack (layout.SAMPLE_TAIL)
@@ -100,7 +100,8 @@ def make_plan(sample_type: int, read_format: int, branch_sample_type: int, regs_
     return SamplePlan(
         prefix=prefix,
         prefix_index=prefix_index,
-        parts=tuple(lay.part_plan(name, lay.resolve(part, given), endian)
+        # plain tuples of PartPlan's fields: what fast.part unpacks fastest when compiled
+        parts=tuple(tuple(lay.part_plan(name, lay.resolve(part, given), endian))
                     for name, part, _bit in lay.present(lay.SAMPLE_VARIABLE, sample_type)
                     if isinstance(part, lay.Part)),
         branch_hw_index=bool(branch_sample_type & SAMPLE_BRANCH_HW_INDEX),

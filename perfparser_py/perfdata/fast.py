@@ -1,10 +1,11 @@
 """Hand-written struct decoders for the hot records (SAMPLE, MMAP, MMAP2, COMM, FORK, EXIT).
 
 Their struct formats and offsets come from layout.py's tables (made once per byte order here,
-once per attr in attr.SamplePlan, whose `parts` are the sample's variable-size parts read by
-`part`). Fused and Stacked, the fast paths of frame-pointer and DWARF recordings, are written
-for their layouts by hand; tests/perfdata/test_layout.py checks them against the tables. Each must give exactly what the construct declarations in records.py give
-(tested on every corpus file). They work on a memoryview and never copy raw or user-stack
+once per attr in attr.SamplePlan, whose `parts` are the sample's variable-size parts that
+`part` reads). Fused and Stacked, the fast paths of frame-pointer and DWARF recordings, are
+written for their layouts by hand; tests/perfdata/test_layout.py checks them against the
+tables. Each must give exactly what the construct declarations in records.py give (tested
+on every corpus file). They work on a memoryview and never copy raw or user-stack
 bytes. Malformed input raises struct.error / ValueError; the reader turns that into
 PerfDataError.
 """
@@ -42,48 +43,56 @@ _STACKED = SAMPLE_REGS_USER | SAMPLE_STACK_USER  # fused() makes a SampleEvent d
 _NOT_STACKED = SAMPLE_READ | SAMPLE_RAW | SAMPLE_BRANCH_STACK
 
 
-# the event fields of the variable-size parts, what they are when a part is absent:
-# read_values, callchain, raw, branch_stack, hw_idx, regs_abi, regs, stack
+# the event fields of the variable-size parts, what they are when a part is absent
 _NO_PARTS = ((), (), None, (), None, 0, (), None)
+assert ev.SampleEvent._fields[10:18] == ("read_values", "callchain", "raw", "branch_stack",
+                                         "hw_idx", "regs_abi", "regs", "stack")
 
 
-def _read(p: lay.PartPlan, head: tuple, items, tail: tuple, out: list) -> None:
+# each turns a part's values (head, items: None if there are none, tail; layout.PartPlan's
+# head_at, item_at, words) into its event fields in the list of _NO_PARTS
+def _read(head: tuple, items, tail: tuple, out: list, head_at: dict, item_at: dict,
+          words: int) -> None:
     """(value, id) of each counter: the head's if one (no items), each item's if a group."""
-    at, words = (p.head_at, len(head)) if items is None else (p.item_at, p.words)
-    flat = head if items is None else items
+    at, flat, step = (head_at, head, len(head)) if items is None else (item_at, items, words)
     v, i = at["value"], at.get("id", -1)
     if i < 0:
-        out[0] = tuple((value, 0) for value in flat[v::words])
+        out[0] = tuple((value, 0) for value in flat[v::step])
     else:
-        out[0] = tuple(zip(flat[v::words], flat[i::words], strict=True))
+        out[0] = tuple(zip(flat[v::step], flat[i::step], strict=True))
 
 
-def _callchain(p: lay.PartPlan, head: tuple, items, tail: tuple, out: list) -> None:
+def _callchain(head: tuple, items, tail: tuple, out: list, head_at: dict, item_at: dict,
+               words: int) -> None:
     out[1] = items
 
 
-def _raw(p: lay.PartPlan, head: tuple, items, tail: tuple, out: list) -> None:
+def _raw(head: tuple, items, tail: tuple, out: list, head_at: dict, item_at: dict,
+         words: int) -> None:
     out[2] = items
 
 
-def _branch_stack(p: lay.PartPlan, head: tuple, items, tail: tuple, out: list) -> None:
-    k = p.words
-    out[3] = tuple(zip(*(items[j::k] for j in range(k)), strict=True))
-    i = p.head_at.get("hw_idx", -1)
+def _branch_stack(head: tuple, items, tail: tuple, out: list, head_at: dict, item_at: dict,
+                  words: int) -> None:
+    out[3] = tuple(zip(*(items[j::words] for j in range(words)), strict=True))
+    i = head_at.get("hw_idx", -1)
     out[4] = head[i] if i >= 0 else None
 
 
-def _regs_user(p: lay.PartPlan, head: tuple, items, tail: tuple, out: list) -> None:
-    out[5] = head[0]
-    out[6] = items if items is not None else ()
+def _regs_user(head: tuple, items, tail: tuple, out: list, head_at: dict, item_at: dict,
+               words: int) -> None:
+    out[5] = head[head_at["abi"]]
+    out[6] = items if items is not None else ()  # none when abi is 0
 
 
-def _stack_user(p: lay.PartPlan, head: tuple, items, tail: tuple, out: list) -> None:
-    if head[0]:  # size, then dyn_size (tail) when it is not 0
-        out[7] = items[:min(tail[0], head[0])]
+def _stack_user(head: tuple, items, tail: tuple, out: list, head_at: dict, item_at: dict,
+                words: int) -> None:
+    size = head[head_at["size"]]
+    if size:  # then dyn_size (the part's tail) is there
+        out[7] = items[:min(tail[0], size)]
 
 
-# each Part of layout.SAMPLE_VARIABLE into its event fields in the list of _NO_PARTS
+# by the name of its Part in layout.SAMPLE_VARIABLE
 _EVENT_OF = {"read": _read, "callchain": _callchain, "raw": _raw,
              "branch_stack": _branch_stack, "regs_user": _regs_user, "stack_user": _stack_user}
 
@@ -214,12 +223,14 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
             raise ValueError("array runs past the end of the record")
         return (arrays.get(n) or new_array(n))(buf, pos)
 
-    def part(p: lay.PartPlan, buf, pos: int, end: int, out: list) -> int:
-        """Read one variable-size part (its PartPlan, layout.py's table for this attr) at pos
-        into its event fields in out; the position after it."""
-        name, head, count, given, words, when, after, after_when, head_at, item_at = p
-        values = head.unpack_from(buf, pos)
-        pos += head.size
+    def part(p: tuple, buf, pos: int, end: int, out: list) -> int:
+        """Read one variable-size part at pos into its event fields in out; the position after
+        it. p: the fields of its layout.PartPlan (layout.py's table for this attr) as a plain
+        tuple, which the compiled code unpacks without iterating it."""
+        name, unpack, size, count, given, words, when, after, after_size, after_when, head_at, \
+            item_at = p
+        values = unpack(buf, pos)  # the head
+        pos += size
         items = None
         if words >= 0 and (when < 0 or values[when]):
             n = given if count < 0 else values[count]
@@ -232,12 +243,12 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
                 items = buf[pos:pos + n]
                 pos += n
         tail = ()
-        if after.size and (after_when < 0 or values[after_when]):
-            if pos + after.size > end:
+        if after_size and (after_when < 0 or values[after_when]):
+            if pos + after_size > end:
                 raise ValueError(f"sample's {name} runs past the end of the record")
-            tail = after.unpack_from(buf, pos)
-            pos += after.size
-        _EVENT_OF[name](p, values, items, tail, out)
+            tail = after(buf, pos)
+            pos += after_size
+        _EVENT_OF[name](values, items, tail, out, head_at, item_at, words)
         return pos
 
     def sample(buf, pos: int, end: int, misc: int, size: int,

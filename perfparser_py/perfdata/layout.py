@@ -296,18 +296,21 @@ def _resolve(rows: tuple[Row, ...], flags: int, given: Mapping[str, int]) -> tup
 
 @named_tuple
 class PartPlan:
-    """How fast.py reads a resolved Part: a fixed head, then items (each `words` u64s; 0:
-    bytes; -1: none) of a count read in the head (index `count`) or given, there when head
-    value `when` is not 0 (-1: always), then a fixed `after` there when head value
-    `after_when` is not 0. head_at / item_at: where each named value is in the head / an item."""
+    """How fast.py reads a resolved Part: a fixed head (`unpack`, `size` bytes), then items
+    (each `words` u64s; 0: bytes; -1: none) of a count read in the head (index `count`) or
+    `given`, there when head value `when` is not 0 (-1: always), then fixed fields (`after`,
+    `after_size` bytes) there when head value `after_when` is not 0 (-1: always). head_at /
+    item_at: where each named value is in the head / in an item."""
 
     name: str
-    head: struct.Struct
+    unpack: object  # struct.Struct.unpack_from
+    size: int
     count: int
     given: int
     words: int
     when: int
-    after: struct.Struct
+    after: object  # struct.Struct.unpack_from
+    after_size: int
     after_when: int
     head_at: dict[str, int]
     item_at: dict[str, int]
@@ -342,8 +345,9 @@ def part_plan(name: str, rows: tuple[Row, ...], endian: str) -> PartPlan:
             not all(_is_fixed(row[1]) for row in rest):
         raise ValueError(f"{name}: a part fast.py cannot read")
     after_when = whens.pop() if whens else None
-    return PartPlan(name, struct.Struct(endian + struct_format(head)), count, given, words, when,
-                    struct.Struct(endian + struct_format(rest)),
+    head_st, after_st = (struct.Struct(endian + struct_format(r)) for r in (head, rest))
+    return PartPlan(name, head_st.unpack_from, head_st.size, count, given, words, when,
+                    after_st.unpack_from, after_st.size,
                     -1 if after_when is None else head_at[after_when], head_at, item_at)
 
 

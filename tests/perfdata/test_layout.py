@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from construct import Struct
 from perfparser_py.perfdata import abi, layout, reader
 from perfparser_py.perfdata.attr import PerfEventAttr
 from perfparser_py.perfdata.attr import attr_struct, parse_attr
-from perfparser_py.perfdata.fast import make_decoders
+from perfparser_py.perfdata.fast import Stacked, make_decoders
 from perfparser_py.perfdata.ints import ints
 from perfparser_py.perfdata.records import decode_record, sample_id_struct, sample_struct_of
 
@@ -51,6 +52,17 @@ def _values(sample_type: int, read_format: int, variant: int) -> dict:
     v["stack_user"] = (dict(size=8, data=bytes(range(8)), dyn_size=6) if not variant
                        else dict(size=0, data=b""))
     return {k: val for k, val in v.items() if sample_type & _bit(k)}
+
+
+def _stacked(attr: PerfEventAttr) -> Stacked:
+    """A Stacked decoder of attr whose fall-back to the general decoder fails the test."""
+    e = ">" if attr.big_endian else "<"
+
+    def fall_back(*_args):
+        raise AssertionError("Stacked fell back to the general decoder")
+
+    return Stacked(attr, e, struct.Struct(e + "Q").unpack_from, {},
+                   lambda n: struct.Struct(f"{e}{n}Q").unpack_from, fall_back)
 
 
 def _read_values(built: dict, read_format: int) -> tuple:
@@ -102,6 +114,8 @@ def test_every_sample_type_decodes_to_the_values_built(big_endian, read_format):
             got = fused(memoryview(body), 0, len(body), 2, size)
             if type(got) is type(fast):
                 assert got == fast, hex(st)
+                # read by Stacked itself, not by the general decoder it falls back to
+                assert _stacked(attr).decode(memoryview(body), 0, len(body), 2, size) == fast
             else:
                 assert tuple(got) == (fast.pid, fast.tid, fast.time, fast.cpu, fast.ip, fast.id,
                                       fast.period, fast.callchain, 2, size), hex(st)
