@@ -41,6 +41,8 @@ _MAGIC = b"PPYCACHE"
 _HEAD = struct.Struct("<8sIII")  # magic, format, crc32 of the body, key length
 DEFAULT_MAX_BYTES = 256 << 20
 _SUFFIX = ".ppc"
+REPLAY_SUFFIX = ".ppr"  # replay.py's entries, in the same directory and bound
+_OWN = (_SUFFIX, REPLAY_SUFFIX)
 MAX_ENTRY = 64 << 20  # the largest entry read back (docs/robustness.md), and decompressed:
 # marshal loads a 1-byte None or True as an 8-byte pointer, so what an entry decodes to may
 # take 9 times its size; 64 MB stays under 600 MB (4766 real entries decoded to 80 KB at most)
@@ -118,9 +120,9 @@ class PersistentCache:
         self.max_bytes = max_bytes
         self._records: dict[bytes, CacheRecord] = {}
         self._version: str | None = None
-        self._trusted: bool | None = None  # _usable(), decided on first use
+        self._trusted: bool | None = None  # usable(), decided on first use
 
-    def _usable(self) -> bool:
+    def usable(self) -> bool:
         """Whether the directory may be read and written: ours, and writable by nobody else
         (anyone who can write it decides what our symbols say). Missing: created 0700."""
         if self._trusted is None:
@@ -152,7 +154,7 @@ class PersistentCache:
         if rec is None:
             name = blake2b(key, digest_size=20).hexdigest() + _SUFFIX
             path = os.path.join(self.root, name)
-            data = _load(path, key) if self._usable() else {}
+            data = _load(path, key) if self.usable() else {}
             rec = self._records[key] = CacheRecord(path, key, data)
         return rec
 
@@ -162,7 +164,7 @@ class PersistentCache:
         from . import demangle
 
         wrote = False
-        if not self._usable() or demangle.approximate():
+        if not self.usable() or demangle.approximate():
             return
         for rec in self._records.values():
             if rec.dirty:
@@ -177,7 +179,7 @@ class PersistentCache:
         try:
             with os.scandir(self.root) as it:
                 for e in it:
-                    if e.name.endswith(_SUFFIX) or e.name.startswith(".tmp"):
+                    if e.name.endswith(_OWN) or e.name.startswith(".tmp"):
                         try:
                             st = e.stat()
                         except OSError:
@@ -198,7 +200,7 @@ class PersistentCache:
 
 
 def _check_directory(root: str) -> bool:
-    """_usable() of `root`, creating it (mode 0700, whatever the umask) when missing; one
+    """usable() of `root`, creating it (mode 0700, whatever the umask) when missing; one
     warning when it exists but is refused."""
     try:
         os.makedirs(root, mode=0o700)

@@ -267,12 +267,6 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
         except ValueError as err:
             print(err, file=sys.stderr)
             return INVALID_OPTION
-        if not options.print_stats and os.environ.get("PERFPARSER_PY_SPLIT") != "0":
-            # forked before the big imports: a small process to copy
-            from .kernel.symbols import likely_path
-            from .kernel.worker import KallsymsWorker
-
-            worker = KallsymsWorker.start(likely_path(options.kallsyms, options.sysroot))
         from .flavour import FlavourError, choose_flavour
 
         try:
@@ -280,6 +274,17 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
         except FlavourError as err:
             print(err, file=sys.stderr)
             return INVALID_OPTION
+        from .replay import Recorder, replayed
+
+        code = replayed(options, out)  # before the big imports: a replay needs none of them
+        if code is not None:
+            return code
+        if not options.print_stats and os.environ.get("PERFPARSER_PY_SPLIT") != "0":
+            # forked before the big imports: a small process to copy
+            from .kernel.symbols import likely_path
+            from .kernel.worker import KallsymsWorker
+
+            worker = KallsymsWorker.start(likely_path(options.kallsyms, options.sysroot))
         from .standins import import_run_libraries
 
         import_run_libraries()  # before the run's modules import them whole
@@ -295,7 +300,13 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
             # process: in one that runs main() again (the fuzzer), a later freeze would keep
             # an earlier run's uncollected cycles forever.
             gc.freeze()
-        return run(options, out, worker, _LEFT_FOR_EXIT if exiting else None)
+        recorder = Recorder(options, out)
+        try:
+            code = run(options, recorder.out, worker, _LEFT_FOR_EXIT if exiting else None)
+            recorder.store(code)
+        finally:
+            recorder.close()
+        return code
     except BrokenPipeError:
         # the reader (hotspot) went away: die quietly the way upstream does, by SIGPIPE
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from . import probes
 UNMAPPED = "[unknown]"  # the "library" of addresses outside every mapping
 KERNEL_BINARY = "[kernel.kallsyms]"  # perf's name of the kernel's code
 REPORTED = 10  # libraries named in the report, most unresolved frames first
@@ -59,7 +60,7 @@ def cause_of(library: str, kernel: bool, found: bool, kernel_because: str | None
 def missing_sysroot(sysroot: str) -> str | None:
     """The one warning for a --sysroot that is not a directory (every library would be
     missing, each said on its own line)."""
-    if sysroot in ("", "/") or os.path.isdir(sysroot):
+    if sysroot in ("", "/") or probes.isdir(sysroot):
         return None
     return (f"--sysroot {sysroot} is not a directory: no file of the recording is looked for "
             "there (give the directory holding the recording machine's root file system)")

@@ -24,6 +24,7 @@ import stat
 import struct
 import sys
 
+from . import probes
 from .perfdata import events as ev
 from .perfdata.abi import FLAG_USE_CLOCKID
 
@@ -87,7 +88,7 @@ class JitDumps:
         name = os.path.basename(os.fsdecode(recorded))
         for cand in [*(os.path.join(d, name) for d in self._dirs), os.fsdecode(recorded)]:
             try:
-                if stat.S_ISREG(os.stat(cand).st_mode):  # never a FIFO or device to block on
+                if stat.S_ISREG(probes.stat(cand).st_mode):  # never a FIFO or device to block on
                     return cand
             except OSError:
                 continue

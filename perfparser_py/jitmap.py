@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import os
 
+from . import probes
 from .regular import open_regular
 
 # Bounds for a hostile map (docs/robustness.md): the longest line kept, and how much of one
@@ -42,10 +43,10 @@ class PerfMap:
         name = f"perf-{pid}.map"
         if perf_map_path:
             cand = os.path.join(perf_map_path, name)
-            if os.path.isfile(cand):
+            if probes.isfile(cand):
                 return cand
         cand = os.path.join(os.environ.get("TMPDIR") or "/tmp", name)
-        return cand if os.path.isfile(cand) else None
+        return cand if probes.isfile(cand) else None
 
     def refresh(self) -> None:
         """Read lines appended since the last call (an unterminated last line waits), in

@@ -24,7 +24,7 @@ import os
 import struct
 import sys
 
-from . import cpus, dispatch
+from . import cpus, dispatch, probes
 from .dispatch import ROUTES
 from .jitdump import JitDumps
 from .ordering import EventQueue
@@ -289,7 +289,7 @@ def _child(r, source, wfd: int) -> None:
 
     try:
         _read(r, source, items, send)
-        items.append((_AT["end"], ()))
+        items.append((_AT["end"], (probes.taken(),)))  # the files this process looked at
         send()
         sender.close()
     except BrokenPipeError:
@@ -386,7 +386,8 @@ class _Replay:
     def crash(self, message: str) -> None:
         raise RuntimeError(f"in the reading process: {message}")
 
-    def end(self) -> None:
+    def end(self, seen) -> None:
+        probes.merge(seen)
         self.ended = True
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import dispatch
+from . import dispatch, probes
 from .diagnostics import end_of_run, missing_sysroot, report
 from .elf.vdso import VDSO_NAME
 from .emit import AttributeTable, Emitter
@@ -81,7 +81,7 @@ class Spaces:
             # the right copy as the header's build-id table does
             self.finder.build_ids[path] = build_id
         local, image = self.finder.find(path)
-        if image is None and not os.path.exists(local):
+        if image is None and not probes.exists(local):
             self._missing(path)
         return local, image
 

@@ -12,14 +12,17 @@ from __future__ import annotations
 import os
 import stat
 
+from . import probes
+
 
 def open_regular(path: str, follow: bool = True, max_size: int | None = None):
     """A binary file object for `path` if it is a regular file (of at most `max_size` bytes
     when given), else None. follow=False: a symbolic link is refused too (O_NOFOLLOW), for
-    files that are never legitimately links (the cache's own entries)."""
+    files that are never legitimately links (the cache's own entries); the others are files
+    the run's output depends on (probes.py)."""
     try:
         # stat first: a device is never even opened (opening some has side effects)
-        st = os.stat(path) if follow else os.lstat(path)
+        st = probes.stat(path) if follow else os.lstat(path)
         if not stat.S_ISREG(st.st_mode):
             return None
         flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)

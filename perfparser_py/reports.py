@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from . import probes
 from .diagnostics import KERNEL_BINARY, cause_of
 from .stream_state import StreamState
 
@@ -120,7 +121,7 @@ def _found(path: str, actual: str) -> bool:
     """Whether the parser had the binary. The stream says where it looked for it, not whether
     it was there: the recorded path stands in for a file it did not find, so that case is
     told by the file being there (on this machine, which is usually the parser's)."""
-    return bool(actual) and (actual != path or os.path.isfile(actual))
+    return bool(actual) and (actual != path or probes.isfile(actual))
 
 
 def folded(stacks: Stacks) -> str:

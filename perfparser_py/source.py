@@ -13,6 +13,7 @@ import stat
 import sys
 import time
 
+from . import probes
 from .perfdata.errors import (
     BUFFERING_ERROR,
     CANNOT_OPEN,
@@ -109,11 +110,12 @@ class FileSource(Source):
             return []  # a temporary file (spooled stream): nothing beside it
         folder = os.path.dirname(self.name) or "."
         try:
-            names = sorted((n for n in os.listdir(folder) if n.startswith("data.")), key=order)
+            names = sorted((n for n in probes.listdir(folder) if n.startswith("data.")),
+                           key=order)
         except OSError as exc:
             raise PerfDataError(f"Failed to read directory {folder}: {exc.strerror}",
                                 CANNOT_OPEN) from None
-        return [p for p in (os.path.join(folder, n) for n in names) if os.path.isfile(p)]
+        return [p for p in (os.path.join(folder, n) for n in names) if probes.isfile(p)]
 
     def parts(self) -> list[FileSource]:
         """Sources of part_paths(), opened once."""
@@ -134,7 +136,7 @@ class DirectorySource(FileSource):
 
     @property
     def size(self) -> int:
-        return len(self.buffer()) + sum(os.path.getsize(p) for p in self.part_paths())
+        return len(self.buffer()) + sum(probes.stat(p).st_size for p in self.part_paths())
 
 
 class StreamSource(Source):
@@ -218,7 +220,9 @@ def _permission_hint(path: str, exc: OSError) -> str:
 
 def _open(path: str) -> BinaryIO:
     try:
-        return open(path, "rb")  # noqa: SIM115 - owned by the Source
+        f = open(path, "rb")  # noqa: SIM115 - owned by the Source
+        probes.opened(path, f)
+        return f
     except OSError as exc:
         raise PerfDataError(f"Failed to open file {path}: {exc.strerror}"
                             f"{_permission_hint(path, exc)}", CANNOT_OPEN) from None
@@ -227,7 +231,7 @@ def _open(path: str) -> BinaryIO:
 def open_source(input_path: str | None, host: str | None, port: int) -> Source:
     """--input FILE or DIRECTORY, else --host/--port, else stdin."""
     if input_path is not None:
-        if os.path.isdir(input_path):
+        if probes.isdir(input_path):
             return DirectorySource(_open(os.path.join(input_path, "data")))
         f = _open(input_path)
         return FileSource(f) if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else StreamSource(f)

@@ -22,7 +22,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # shared services, no stage of their own: exit codes, interned tuples, the file tests,
     # CPU counting, the end-of-run diagnosis, the launching hotspot, demangling, the cache
     ("base", ("exitcodes", "tuples", "regular", "cpus", "diagnostics", "dependencies",
-              "standins", "flavour", "demangle_fallback", "demangle", "cache")),
+              "standins", "flavour", "demangle_fallback", "demangle", "cache", "probes")),
     # perf.data (and the jitdump files beside it) into events; where the bytes come from
     ("grammar", ("perfdata", "perfdata.*", "source", "jitdump")),
     ("ordering", ("ordering",)),
@@ -35,7 +35,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("dispatch", ("dispatch",)),
     ("pipeline", ("pipeline",)),
     ("parallel", ("parallel",)),
-    ("run", ("run",)),
+    ("run", ("run", "replay")),
     # the commands; the package itself (its compiled_core() asks the unwinder) is read by cli
     ("tools", ("", "__main__", "cli", "saved_stream", "stream_state", "textdump", "reports",
                "compare")),

@@ -13,6 +13,7 @@ import os
 import zlib
 from collections.abc import Callable
 
+from .. import probes
 from ..regular import open_regular
 from ..tuples import TYPE_CHECKING
 from .compressed import reset_inflate_budget
@@ -91,7 +92,7 @@ class _DirIndex:
                 continue
             visited.add(real)
             try:
-                entries = list(os.scandir(d))
+                entries = probes.scandir(d)
             except OSError:
                 continue
             budget -= len(entries)
@@ -171,7 +172,7 @@ class ElfFinder:
             for d in self.debug_paths:
                 base = d.rstrip("/") + "/" + path.lstrip("/") + "/" + hexid
                 for cand in (base, base + "/elf"):
-                    if os.path.isfile(cand):
+                    if probes.isfile(cand):
                         return self._result(cand, path)
         cand = self._search_dirs(os.path.basename(path), build_id)
         if cand is not None:
@@ -289,7 +290,7 @@ class ElfFinder:
     def _load(self, path: str) -> ElfImage | None:
         """The one shared image for the real file at `path`."""
         try:
-            st = os.stat(path)
+            st = probes.stat(path)
         except (OSError, ValueError):  # ValueError: a NUL in a recorded name
             return None
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
@@ -376,7 +377,7 @@ class ElfFinder:
 
     def _open_debug(self, path: str, image: ElfImage, main_real: str) -> ElfImage | None:
         """Open `path` as the debug file of `image` if it exists and belongs to it."""
-        if not os.path.isfile(path) or os.path.realpath(path) == main_real:
+        if not probes.isfile(path) or os.path.realpath(path) == main_real:
             return None
         debug = ElfImage.open(path)
         if debug is None:

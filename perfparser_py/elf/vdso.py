@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from .. import probes
+
 VDSO_NAME = b"[vdso]"
 
 
@@ -22,10 +24,21 @@ def _vdso_range(maps: bytes) -> tuple[int, int] | None:
     return None
 
 
-@cache
 def own_vdso() -> bytes | None:
     """The bytes of this process's vDSO mapping (an ELF image), None where there is none or
     it cannot be read (no /proc, a kernel without vDSO)."""
+    try:
+        probes.content(RUNNING_KERNEL)  # its build id decides what our vDSO is
+    except OSError:
+        pass
+    return _own_vdso()
+
+
+RUNNING_KERNEL = "/sys/kernel/notes"
+
+
+@cache
+def _own_vdso() -> bytes | None:
     try:
         with open("/proc/self/maps", "rb") as f:
             span = _vdso_range(f.read())

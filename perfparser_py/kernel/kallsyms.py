@@ -11,6 +11,7 @@ import struct
 import zlib
 from array import array
 
+from .. import probes
 from ..regular import open_regular
 
 # A kallsyms file (a kernel's has 10-20 MB) is read up to this size, decompressed too
@@ -220,7 +221,7 @@ class Kallsyms:
         """First `D/[kernel.kallsyms]/<hex id>/kallsyms` (perf's build-id cache) that exists."""
         for d in debug_paths:
             cand = os.path.join(d, "[kernel.kallsyms]", build_id.hex(), "kallsyms")
-            if d and os.path.isfile(cand):
+            if d and probes.isfile(cand):
                 return cand
         return None
 
@@ -229,6 +230,7 @@ class Kallsyms:
         """Parse `path` (or take `worker`'s table of it: a worker.KallsymsWorker, not imported
         here, as it imports this module); raises KallsymsError with upstream's message on
         failure."""
+        _depend_on(path)
         done = worker.table(path) if worker is not None else None
         if done is None:
             data, identity = read(path)
@@ -356,6 +358,27 @@ class _Lines:
         return self._buf[base + spans[2 * i]:base + spans[2 * i + 1]]
 
 
+# what the live /proc/kallsyms shows, kept by content for the replay cache (probes.py): this
+# boot (KASLR, the core kernel's symbols), the modules loaded and whether addresses are shown.
+# Reading the table itself takes ~80 ms, which is what a replay saves. BPF programs loaded
+# since do not count: a recording's samples of BPF code name the programs of its own time,
+# which neither run sees.
+_LIVE_KALLSYMS = ("/proc/sys/kernel/random/boot_id", "/proc/modules",
+                  "/proc/sys/kernel/kptr_restrict")
+
+
+def _depend_on(path: str) -> None:
+    """Note what the names a run takes from the kallsyms file at `path` depend on."""
+    if os.path.realpath(path) == "/proc/kallsyms":
+        for live in _LIVE_KALLSYMS:
+            try:
+                probes.content(live)
+            except OSError:
+                pass
+    else:
+        probes.exists(path)
+
+
 def read(path: str) -> tuple[bytes, str | None]:
     """(The text of a kallsyms file, gunzipped; the file's identity (cache.file_identity)
     when it is a regular file of the size that was read, else None); KallsymsError with
@@ -364,7 +387,7 @@ def read(path: str) -> tuple[bytes, str | None]:
     f = open_regular(path, max_size=MAX_KALLSYMS)
     if f is None:
         try:
-            st = os.stat(path)
+            st = probes.stat(path)
         except OSError as e:
             raise KallsymsError(e.strerror or str(e)) from None
         if not stat.S_ISREG(st.st_mode):

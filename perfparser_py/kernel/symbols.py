@@ -3,9 +3,10 @@ its build id, and its addresses moved to where that kernel was (`KernelSymbols`)
 
 from __future__ import annotations
 
-import os
 import sys
 
+from .. import probes
+from ..elf.vdso import RUNNING_KERNEL as NOTES
 from ..tuples import TYPE_CHECKING
 from .kallsyms import EMPTY_MAPPING, Kallsyms, KallsymsError
 
@@ -27,8 +28,7 @@ def running_build_id(notes_file: str) -> tuple[bytes | None, str]:
     from ..elf.notes import gnu_build_id
 
     try:
-        with open(notes_file, "rb") as f:
-            notes = f.read()
+        notes = probes.content(notes_file)
     except OSError as e:
         return None, f"{notes_file}: {e.strerror or e}"
     bid = gnu_build_id(notes, 0, len(notes), "=")
@@ -41,7 +41,6 @@ def _same_build_id(recorded: bytes, running: bytes) -> bool:
 
 
 KERNEL_MAP = b"[kernel.kallsyms]"  # the kernel MMAP's name, before perf's reference symbol
-NOTES = "/sys/kernel/notes"
 
 
 class KernelSymbols:
@@ -147,7 +146,7 @@ class KernelSymbols:
         cached = Kallsyms.cached_path(self._debug_paths, recorded)
         if cached:
             return cached, None
-        if running is None and not host and os.path.exists(proc):
+        if running is None and not host and probes.exists(proc):
             return proc, None
         theirs = f"build-id {running.hex()}" if running is not None else f"no known one ({why})"
         which = "the running kernel" if host else f"the kernel of the sysroot {self._sysroot}"

@@ -21,5 +21,7 @@ names of the structs.
 import json
 import os
 
-with open(os.path.join(os.path.dirname(__file__), "schema.json"), "rb") as _f:
+_FILE = os.path.join(os.path.dirname(__file__), "schema.json")
+__datafiles__ = (_FILE,)  # what the stream depends on besides the modules (probes.py)
+with open(_FILE, "rb") as _f:
     SCHEMA = json.load(_f)
