@@ -38,7 +38,8 @@ _VALUE_OPTIONS = {
 }
 _FLAG_OPTIONS = {
     "print-stats": "Print statistics instead of the protocol stream.",
-    "no-cache": "Do not read or write the persistent cache (also: $PERFPARSER_NO_CACHE).",
+    "no-cache": "Do not read or write the persistent cache of symbols and of whole runs "
+    "(also: $PERFPARSER_NO_CACHE).",
     "help": "Displays help on commandline options.",
     "help-all": "Displays help including Qt specific options.",
     "version": "Displays version information.",
