@@ -44,10 +44,12 @@ def taken() -> dict[str, str | bytes | None] | None:
 def _code_files() -> list[str]:
     """The modules this process imported and the shared libraries it mapped (libstdc++ names
     C++ symbols): a new version of any of them may write another stream. A frozen executable
-    holds its modules, and unpacks its libraries anew each run: its own file stands for them
-    (replay.py keys on it)."""
+    holds its modules (replay.py keys on its file); a one-file one unpacks its libraries into
+    a new directory each run, where only the executable stands for them."""
     frozen = getattr(sys, "frozen", False)
     bundle = getattr(sys, "_MEIPASS", None)
+    if bundle and bundle.startswith(os.path.dirname(sys.executable) + os.sep):
+        bundle = None  # a one-directory build: its libraries stay where they are
     files = []
     if not frozen:
         for m in list(sys.modules.values()):

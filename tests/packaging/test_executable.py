@@ -101,3 +101,36 @@ def test_bundle_holds_the_package_data(perfparser_exe):
     _built_here(perfparser_exe)
     assert (perfparser_exe.parent / "_internal" / "perfparser_py" / "protocol"
             / "schema.json").is_file()
+
+
+def test_a_second_open_replays_the_first(perfparser_exe, tmp_path):
+    """The replay cache works frozen: the second run gives the stored stream (the entry is
+    read, not rewritten), and a changed library makes the next run store anew."""
+    import shutil
+    import time
+
+    case = REPO.parent / "shared" / "corpus" / "recorded" / "sharedlib"
+    app = tmp_path / "app"
+    app.mkdir()
+    for name in ("perf.data", "libuser", "libhot.so"):
+        shutil.copy2(case / name, app / name)
+    time.sleep(1.1)  # older than a second: stored (replay.py)
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    args = [str(perfparser_exe), "--input", str(app / "perf.data"), "--app", str(app)]
+
+    def run():
+        done = subprocess.run(args, env=env, cwd="/", capture_output=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        (entry,) = (tmp_path / "cache" / "perfparser-py").glob("*.ppr")
+        st = entry.stat()
+        return done.stdout, (st.st_ino, st.st_mtime_ns)
+
+    first, stored = run()
+    time.sleep(0.05)
+    second, read = run()
+    assert second == first
+    assert read[0] == stored[0] and read[1] > stored[1]
+    os.utime(app / "libhot.so", ns=(0, 10**9))
+    time.sleep(1.1)
+    third, again = run()
+    assert third == first and again[0] != stored[0]
