@@ -45,15 +45,29 @@ def entries(cache: Path) -> list[Path]:
     return sorted((cache / "perfparser-py").glob("*.ppr"))
 
 
-@pytest.fixture
-def app(tmp_path: Path) -> Path:
-    """A copy of the sharedlib case old enough to be stored (replay.py's recent-file rule)."""
-    d = tmp_path / "app"
-    d.mkdir()
-    for name in ("perf.data", "libuser", "libhot.so"):
-        shutil.copy2(SHAREDLIB / name, d / name)
+def _copies(root: Path, n: int) -> list[Path]:
+    """`n` copies of the sharedlib case, old enough to be stored (replay.py stores no run
+    that saw a file changed within the last second)."""
+    made = []
+    for i in range(n):
+        d = root / f"app{i}"
+        d.mkdir()
+        for name in ("perf.data", "libuser", "libhot.so"):
+            shutil.copy2(SHAREDLIB / name, d / name)
+        made.append(d)
     time.sleep(1.1)
-    return d
+    return made
+
+
+@pytest.fixture(scope="module")
+def _pool(tmp_path_factory) -> list[Path]:
+    return _copies(tmp_path_factory.mktemp("apps"), 24)  # one wait for all the tests
+
+
+@pytest.fixture
+def app(_pool: list[Path], tmp_path: Path) -> Path:
+    """A copy of the sharedlib case of this test's own."""
+    return _pool.pop() if _pool else _copies(tmp_path, 1)[0]
 
 
 def _args(app: Path, *more: str) -> list[str]:
