@@ -1,6 +1,7 @@
 # C types of cfi.py when compiled (setup.py); the .py stays the source of truth. Addresses
-# stay Python ints (64-bit unsigned, and sums before the mask); positions in a section and
-# opcodes are C integers.
+# stay Python ints (64-bit unsigned, and sums before the mask), but for .eh_frame_hdr's table
+# (_HdrTable: its sums wrap in C as `& mask` does); positions in a section and opcodes are C
+# integers.
 
 cimport cython
 
@@ -27,10 +28,17 @@ cdef class _Frames:
 
 
 cdef class _HdrTable:
-    cdef public object fmt, base, data, mask
-    cdef public Py_ssize_t entry, pos, count
+    cdef const unsigned char[:] data
+    cdef unsigned long long base, mask, sign
+    cdef Py_ssize_t entry, pos, count
+    cdef int width
+    cdef bint little
 
-    @cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, mid=Py_ssize_t)
+    @cython.locals(v="unsigned long long", b="unsigned long long", k=int, width=int,
+                   data="const unsigned char[:]")
+    cdef unsigned long long _field(self, Py_ssize_t at)
+    @cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, mid=Py_ssize_t, pos=Py_ssize_t,
+                   size=Py_ssize_t, at="unsigned long long")
     cpdef object find(self, object pc)
 
 

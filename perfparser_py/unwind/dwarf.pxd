@@ -35,15 +35,14 @@ cdef class _Walker(Memory):
     cdef bint _has(self, object reg)
     @cython.locals(start="unsigned long long", d="unsigned long long", i=int, off="long long",
                    v="unsigned long long", r=int, ra="unsigned long long", first="long long",
-                   regs="unsigned long long[:]", valid="unsigned char[:]")
+                   history=History)
     cdef bint _block_step(self, Step st, unsigned long long cfa)
     @cython.locals(i=int, r=int, addr="unsigned long long", ra="unsigned long long",
                    mask="unsigned long long", lo="unsigned long long",
                    regs="unsigned long long[:]", valid="unsigned char[:]",
                    tv="unsigned long long[:]", tok="unsigned char[:]")
     cdef bint _offsets_step(self, Step st, unsigned long long cfa)
-    @cython.locals(n=Py_ssize_t, i=Py_ssize_t, seen_pc="unsigned long long[:]",
-                   seen_cfa="unsigned long long[:]", seen_has="unsigned char[:]")
+    @cython.locals(n=Py_ssize_t, i=Py_ssize_t)
     cdef bint _seen(self, unsigned long long pc, bint has, unsigned long long cfa)
     @cython.locals(r=int)
     cdef _clear(self)

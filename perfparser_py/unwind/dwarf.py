@@ -201,20 +201,24 @@ class _Walker(Memory):
         d = start - self.lo
         if d > self.avail or self.avail - d < st.span:
             return False
-        regs, valid, history = self.regs, self.valid, self.history
-        regs[self.sp] = cfa
-        valid[self.sp] = 1
+        # the attributes themselves, not locals: a local copy of a typed memoryview costs an
+        # atomic acquisition count up and down, more than this frame's other work
+        history = self.history
+        self.regs[self.sp] = cfa
+        self.valid[self.sp] = 1
         first = st.first
         for i in range(st.nsaved):
-            off = st.args[i] - first
+            off = st.args[i]
+            off -= first  # a C subtraction when compiled
             v = self._load(d + off)
             history.put(start + off, v)
             r = st.saved[i]
-            regs[r] = v
-            valid[r] = 1
-        ra = regs[st.saved[st.ra_i]]
-        regs[self.ip] = ra & ~1 if self.thumb else ra  # the Thumb bit is not part of the address
-        valid[self.ip] = 1
+            self.regs[r] = v
+            self.valid[r] = 1
+        ra = self.regs[st.saved[st.ra_i]]
+        # the Thumb bit is not part of the address
+        self.regs[self.ip] = ra & ~1 if self.thumb else ra
+        self.valid[self.ip] = 1
         return True
 
     def _offsets_step(self, st: Step, cfa: int) -> bool:
@@ -251,14 +255,14 @@ class _Walker(Memory):
     def _seen(self, pc: int, has: bool, cfa: int) -> bool:
         """Whether the walk was at (pc, CFA) before (a loop); remembers it if not."""
         n = self.nseen
-        seen_pc, seen_cfa, seen_has = self.seen_pc, self.seen_cfa, self.seen_has
-        for i in range(n):
-            if seen_pc[i] == pc and seen_has[i] == has and (not has or seen_cfa[i] == cfa):
+        for i in range(n):  # the attributes, not local copies: see _block_step
+            if (self.seen_pc[i] == pc and self.seen_has[i] == has
+                    and (not has or self.seen_cfa[i] == cfa)):
                 return True
         if n < _SEEN_C:
-            seen_pc[n] = pc
-            seen_cfa[n] = cfa
-            seen_has[n] = has
+            self.seen_pc[n] = pc
+            self.seen_cfa[n] = cfa
+            self.seen_has[n] = has
             self.nseen = n + 1
             return False
         key = (pc, cfa if has else -1)

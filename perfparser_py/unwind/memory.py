@@ -54,10 +54,9 @@ class Memory:
 
     def _load(self, pos: int) -> int:
         """The little-endian word at byte `pos` of the stack copy."""
-        stack = self.stack
         v = 0
         for k in range(self.word):
-            b = stack[pos + k]
+            b = self.stack[pos + k]  # not a local copy: see unwind.dwarf's _block_step
             v |= b << (8 * k)
         return v
 
