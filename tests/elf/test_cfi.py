@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import struct
+from bisect import bisect_right
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,38 @@ def test_hostile_state_stack_and_unknown_op() -> None:
         data = _debug_frame(8, 30, bytes([0x0C, 31, 0]), ops, 0x1000, 0x10)
         cfi = Cfi.for_image(_FakeImage({".debug_frame": (0, data)}))
         assert cfi.row(0x1000) is None
+
+
+
+# DW_EH_PE table encodings of .eh_frame_hdr: (low nibble, struct code), signed ones too
+_TABLE_FIELDS = [(0x02, "H"), (0x03, "I"), (0x04, "Q"), (0x0A, "h"), (0x0B, "i"), (0x0C, "q")]
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize(("nibble", "code"), _TABLE_FIELDS)
+@pytest.mark.parametrize("datarel", [False, True])
+def test_eh_frame_hdr_table_read_in_place(order: str, nibble: int, code: str,
+                                          datarel: bool) -> None:
+    """find() gives the FDE address of the greatest initial location <= pc, whatever the
+    field width, signedness and byte order; the sum of a field and the section address
+    (datarel) wraps at the address size, as struct's signed values masked do."""
+    from perfparser_py.elf.cfi import _Frames, _HdrTable
+
+    rng = random.Random(nibble * 2 + datarel)
+    bits = 8 * struct.calcsize(code)
+    lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if code.islower() else (0, 1 << bits)
+    fields = [(rng.randrange(lo, hi), rng.randrange(lo, hi)) for _ in range(40)]
+    vaddr = 0xFFFF_F000 if datarel else 0  # datarel sums pass 2**32 with the wide fields
+    for addr_size, mask in ((8, (1 << 64) - 1), (4, (1 << 32) - 1)):
+        # the table as the linker sorts it: by the initial locations as addresses
+        rows = sorted(fields, key=lambda f: (f[0] + vaddr) & mask)
+        header = struct.pack(order + "BBBBI", 1, 0xFF, 0x03, nibble | (0x30 if datarel else 0),
+                             len(rows))
+        body = header + b"".join(struct.pack(order + code * 2, s, f) for s, f in rows)
+        frames = _Frames(0, memoryview(b"\0" * 8), True, order == "<", addr_size)
+        table = _HdrTable(vaddr, memoryview(body), frames)
+        keys = [(s + vaddr) & mask for s, _f in rows]
+        for pc in [0, mask, 1 << 70, *keys, *(k - 1 for k in keys), *(k + 1 for k in keys)]:
+            i = bisect_right(keys, pc)
+            assert table.find(pc) == (None if i == 0 else (rows[i - 1][1] + vaddr) & mask)
+        assert table.find(-1) is None
