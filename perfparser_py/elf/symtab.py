@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 from array import array
-from itertools import chain, compress, pairwise, repeat
-from operator import add, ne, or_
+from itertools import chain, compress, repeat
+from operator import add, ne, not_, or_
 
 SHN_UNDEF = 0
 STB_GLOBAL = 1
@@ -103,35 +103,67 @@ def sorted_table(tables: list[tuple[tuple[list[int], list[int], list[int], list[
         strings.append(body)
         base += len(body)
     joined = b"".join(strings)
-    values = list(chain.from_iterable(t[0][0] for t in tables))
-    sizes = list(chain.from_iterable(t[0][1] for t in tables))
+    values = list(chain.from_iterable([t[0][0] for t in tables]))
+    sizes = list(chain.from_iterable([t[0][1] for t in tables]))
     names = list(chain.from_iterable(offsets))
-    bindings = list(chain.from_iterable(t[0][3] for t in tables))
+    bindings = list(chain.from_iterable([t[0][3] for t in tables]))
     order = sorted(range(len(values)), key=values.__getitem__)
     values = list(map(values.__getitem__, order))
     sizes = list(map(sizes.__getitem__, order))
     names = list(map(names.__getitem__, order))
     bindings = list(map(bindings.__getitem__, order))
-    # a row repeats the one before when both its address and its size are equal
+    # a row repeats the one before when both its address and its size are equal; the rows
+    # that do are found without a Python loop over the table (most rows have no alias)
     first = [True, *map(or_, map(ne, values[1:], values), map(ne, sizes[1:], sizes))]
-    starts = [i for i, f in enumerate(first) if f] + [len(first)]
-    for lo, hi in pairwise(starts):
-        if hi - lo > 1:  # aliases: the run's first row takes the best name
-            best = min(range(lo, hi), key=lambda i: _alias_rank(joined, names[i], bindings[i]))
-            names[lo] = names[best]
+    for i in compress(range(len(first)), map(not_, first)):
+        if not first[i - 1]:
+            continue  # not the run's first alias: the run is done
+        lo = i - 1
+        hi = i + 1
+        while hi < len(first) and not first[hi]:
+            hi += 1
+        # aliases: the run's first row takes the best name
+        names[lo] = names[_best_alias(joined, names, bindings, lo, hi)]
     return (list(compress(values, first)), list(compress(sizes, first)),
             list(compress(names, first)), joined)
 
 
-def _alias_rank(strings: bytes, offset: int, binding: int) -> tuple:
-    """perf's choice among symbols of one address and size (symbols__fixup_duplicate's
-    choose_best_symbol): a named one, not weak, global, fewer leading underscores, the
-    longer name, then table order (min() keeps the first of equal ranks). So a vDSO's
-    `__vdso_clock_gettime` wins over the weak `clock_gettime`, libc's `clock_gettime` over
-    the local `__clock_gettime_2`."""
-    name = name_at(strings, offset)
-    return (not name, binding == STB_WEAK, binding != STB_GLOBAL,
-            len(name) - len(name.lstrip(b"_")), -len(name))
+def _best_alias(strings: bytes, names: list[int], bindings: list[int], lo: int, hi: int
+                ) -> int:
+    """The row of the run [lo, hi) of aliases whose name perf shows (symbols__fixup_duplicate's
+    choose_best_symbol): a named one, not weak, global (`_rank`), fewer leading underscores,
+    the longer name, then table order. So a vDSO's `__vdso_clock_gettime` wins over the weak
+    `clock_gettime`, libc's `clock_gettime` over the local `__clock_gettime_2`. The names
+    are read only for the rows `_rank` leaves tied, a third of libc's runs."""
+    best = lo
+    best_rank = 8
+    tied = 0
+    for i in range(lo, hi):
+        rank = _rank(strings, names[i], bindings[i])
+        if rank < best_rank:
+            best, best_rank, tied = i, rank, 1
+        elif rank == best_rank:
+            tied += 1
+    if tied == 1:
+        return best
+    best_under = best_len = -1
+    for i in range(best, hi):
+        off = names[i]
+        if _rank(strings, off, bindings[i]) != best_rank:
+            continue
+        under = 0
+        while strings[off + under] == 0x5F:  # "_"; the name's NUL ends it at the latest
+            under += 1
+        length = strings.index(b"\0", off) - off
+        if best_under < 0 or under < best_under or (under == best_under and length > best_len):
+            best, best_under, best_len = i, under, length
+    return best
+
+
+def _rank(strings: bytes, offset: int, binding: int) -> int:
+    """The first three of _best_alias's criteria as one number, lower is better."""
+    return ((4 if strings[offset] == 0 else 0) + (2 if binding == STB_WEAK else 0)
+            + (1 if binding != STB_GLOBAL else 0))
 
 
 def name_at(strings: bytes, offset: int) -> bytes:
