@@ -37,10 +37,8 @@ cdef class _Walker(Memory):
                    v="unsigned long long", r=int, ra="unsigned long long", first="long long",
                    history=History)
     cdef bint _block_step(self, Step st, unsigned long long cfa)
-    @cython.locals(i=int, r=int, addr="unsigned long long", ra="unsigned long long",
-                   mask="unsigned long long", lo="unsigned long long",
-                   regs="unsigned long long[:]", valid="unsigned char[:]",
-                   tv="unsigned long long[:]", tok="unsigned char[:]")
+    @cython.locals(i=int, r=int, addr="unsigned long long", off="long long",
+                   ra="unsigned long long", mask="unsigned long long", lo="unsigned long long")
     cdef bint _offsets_step(self, Step st, unsigned long long cfa)
     @cython.locals(n=Py_ssize_t, i=Py_ssize_t)
     cdef bint _seen(self, unsigned long long pc, bint has, unsigned long long cfa)

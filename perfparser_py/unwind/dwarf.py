@@ -224,32 +224,32 @@ class _Walker(Memory):
     def _offsets_step(self, st: Step, cfa: int) -> bool:
         """The caller's registers from a `block` step, word by word in SEMANTICS §11.3's read
         order; False (nothing changed) when the return address cannot be read."""
-        regs, valid, tv, tok = self.regs, self.valid, self.tv, self.tok
         mask, lo = self.mask, self.lo
-        for i in range(st.nsaved):
+        for i in range(st.nsaved):  # the attributes, not local copies: see _block_step
             r = st.saved[i]
-            addr = (cfa + st.args[i]) & mask
+            off = st.args[i]
+            addr = (cfa + off) & mask  # C arithmetic when compiled: the sum wraps as masked
             if addr < lo and i != st.ra_i:
                 # below the sample's SP: a slot the leaf's epilogue has popped the register
                 # from already (compilers emit no DW_CFA_restore after a pop), so the
                 # register holds the caller's value; the slot, outside the stack copy, would
                 # only be a word remembered from another sample
-                tok[i] = valid[r]
-                tv[i] = regs[r]
+                self.tok[i] = self.valid[r]
+                self.tv[i] = self.regs[r]
             else:
-                tok[i] = self._read(addr)
-                tv[i] = self.value
-        if not tok[st.ra_i]:
+                self.tok[i] = self._read(addr)
+                self.tv[i] = self.value
+        if not self.tok[st.ra_i]:
             return False
-        regs[self.sp] = cfa
-        valid[self.sp] = 1
+        self.regs[self.sp] = cfa
+        self.valid[self.sp] = 1
         for i in range(st.nsaved):
             r = st.saved[i]
-            regs[r] = tv[i]
-            valid[r] = tok[i]
-        ra = tv[st.ra_i]
-        regs[self.ip] = ra & ~1 if self.thumb else ra
-        valid[self.ip] = 1
+            self.regs[r] = self.tv[i]
+            self.valid[r] = self.tok[i]
+        ra = self.tv[st.ra_i]
+        self.regs[self.ip] = ra & ~1 if self.thumb else ra
+        self.valid[self.ip] = 1
         return True
 
     def _seen(self, pc: int, has: bool, cfa: int) -> bool:

@@ -20,8 +20,9 @@ cdef class Memory:
     @cython.locals(n=Py_ssize_t, lo="unsigned long long", room="unsigned long long")
     cdef begin(self, object stack, bint has_sp, unsigned long long sp, object module_at,
                History history, object kernel_range, list frames)
-    @cython.locals(v="unsigned long long", b="unsigned long long", k=int)
-    cdef unsigned long long _load(self, Py_ssize_t pos)
+    # an unsigned position: its index needs no wrap-around test, only the bounds check
+    @cython.locals(v="unsigned long long", b="unsigned long long", k=size_t)
+    cdef unsigned long long _load(self, size_t pos)
     @cython.locals(v="unsigned long long", lo="unsigned long long", mod=tuple)
     cdef bint _read(self, unsigned long long addr)
     cdef _no_module_around(self, unsigned long long addr)
