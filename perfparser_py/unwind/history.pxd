@@ -14,12 +14,13 @@ cdef class History:
     cdef public unsigned long long found
 
     cdef _alloc(self, int bits)
-    @cython.locals(i=Py_ssize_t, last=Py_ssize_t)
-    cdef Py_ssize_t _slot(self, unsigned long long addr)
-    @cython.locals(i=Py_ssize_t)
+    # slots are unsigned: their indexes need no wrap-around test, only the bounds check
+    @cython.locals(i=size_t, last=size_t)
+    cdef size_t _slot(self, unsigned long long addr)
+    @cython.locals(i=size_t)
     cpdef put(self, unsigned long long addr, unsigned long long value)
     @cython.locals(j=Py_ssize_t, keys="unsigned long long[:]", values="unsigned long long[:]",
                    used="unsigned char[:]")
     cdef _grow(self)
-    @cython.locals(i=Py_ssize_t)
+    @cython.locals(i=size_t)
     cpdef bint find(self, unsigned long long addr)
