@@ -5,6 +5,9 @@
 
 cimport cython
 
+# C calls, not Python ones: the CFA programs read a LEB128 number in most operations
+from perfparser_py.elf.leb128 cimport sleb, uint_at, uleb
+
 
 cdef class Row:
     cdef public object cfa, regs, ra, signal, lo, hi, compiled
@@ -34,8 +37,7 @@ cdef class _HdrTable:
     cdef int width
     cdef bint little
 
-    @cython.locals(v="unsigned long long", b="unsigned long long", k=int, width=int,
-                   data="const unsigned char[:]")
+    @cython.locals(v="unsigned long long")
     cdef unsigned long long _field(self, Py_ssize_t at)
     @cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, mid=Py_ssize_t, pos=Py_ssize_t,
                    size=Py_ssize_t, at="unsigned long long")

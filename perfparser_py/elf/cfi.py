@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 
-from .leb128 import sleb, uleb
+from .leb128 import sleb, uint_at, uleb
 
 # Register rule kinds: Row.regs maps DWARF register -> (kind, argument).
 UNDEF, SAME, OFFSET, VAL_OFFSET, REGISTER, EXPR, VAL_EXPR = range(7)
@@ -289,18 +289,8 @@ class _HdrTable:
 
     def _field(self, at: int) -> int:
         """The table's field at byte `at`, plus the base, as an address."""
-        data = self.data
-        width = self.width
-        v = 0
-        if self.little:
-            for k in range(width):
-                b = data[at + k]
-                v |= b << (8 * k)
-        else:
-            for k in range(width):
-                b = data[at + k]
-                v = (v << 8) | b
-        if v >> (8 * width - 1) and self.sign:
+        v = uint_at(self.data, at, self.width, self.little)
+        if v >> (8 * self.width - 1) and self.sign:
             v |= self.sign
         return (v + self.base) & self.mask
 
