@@ -82,6 +82,7 @@ class ElfImage(FallbackNames):
     def __init__(self, path: str, data: bytes | mmap.mmap | memoryview) -> None:
         self.path = path
         self._data = memoryview(data)
+        self._map = data if isinstance(data, mmap.mmap) else None  # for _drop_pages
         self.debug: ElfImage | None = None
         self.debug_searched = False  # set by the finder once it looked for a debug file
         self.build_id: bytes | None = None
@@ -331,7 +332,21 @@ class ElfImage(FallbackNames):
         addr, data, warning = job.result()
         if warning is not None:
             warn_once(self.path, warning)
-        return None if data is None else (addr, memoryview(data))
+        if data is None:
+            return None
+        self._drop_pages(sec.offset, sec.size)  # the compressed body is not read again
+        return (addr, memoryview(data))
+
+    def _drop_pages(self, offset: int, size: int) -> None:
+        """Let the pages of bytes [offset, offset + size) of the mapped file go from this
+        process's RSS (those wholly inside: a neighbour's bytes keep theirs); a later read
+        faults them back in from the page cache."""
+        if self._map is None:
+            return
+        start = -(-offset // mmap.PAGESIZE) * mmap.PAGESIZE
+        end = (offset + size) // mmap.PAGESIZE * mmap.PAGESIZE
+        if end > start:
+            self._map.madvise(mmap.MADV_DONTNEED, start, end - start)
 
     def _compressed(self, sec: _Section) -> tuple | None:
         """compressed.header of `sec` (a _holder)."""

@@ -139,3 +139,44 @@ def test_a_job_claimed_before_a_fork_runs_in_the_child(built) -> None:
     addr, data, warning = job.result()
     assert warning is None and bytes(data) == bytes(ElfImage.open(str(built["zlib"]))
                                                     .section(".debug_info")[1])
+
+
+def _resident_kib(path: Path) -> int:
+    """KiB of `path`'s mappings resident in this process (/proc/self/smaps)."""
+    total = 0
+    mine = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and not head[0].endswith(":"):
+                mine = len(head) > 5 and head[5] == str(path)
+            elif mine and head[0] == "Rss:":
+                total += int(head[1])
+    return total
+
+
+@pytest.mark.parametrize("prefetched", [False, True])
+def test_a_decompressed_section_leaves_its_compressed_pages(built, tmp_path: Path,
+                                                            prefetched: bool) -> None:
+    """Once a section is decompressed, the mapped pages of its compressed body are not read
+    again: they leave this process's RSS (a distribution's debug file of libc is ~3.5 MB of
+    them), and the section still reads the same."""
+    import random
+
+    rng = random.Random(19)
+    blob = tmp_path / "blob"
+    body = rng.randbytes(3 << 20).hex().encode()  # compresses to about half: kept compressed
+    blob.write_bytes(body)
+    plain, path = tmp_path / "plain", tmp_path / "big"
+    subprocess.run(["objcopy", f"--add-section=.debug_macro={blob}", built["pie"], plain],
+                   check=True)
+    subprocess.run(["objcopy", "--compress-debug-sections=zlib", plain, path], check=True)
+    img = ElfImage.open(str(path))
+    sec = img._holder(".debug_macro")
+    assert sec.flags & image_mod.SHF_COMPRESSED and sec.size > 2 << 20
+    bytes(img._raw_section(sec))  # as the inflation reads it
+    assert _resident_kib(path) > sec.size >> 10
+    if prefetched:
+        img.prefetch([".debug_macro"])
+    assert bytes(img.section(".debug_macro")[1]) == body
+    assert _resident_kib(path) < sec.size >> 13  # under an eighth of it
