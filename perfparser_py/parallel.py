@@ -23,6 +23,7 @@ import marshal
 import os
 import struct
 import sys
+from array import array
 
 from . import cpus, dispatch, probes
 from .dispatch import ROUTES
@@ -158,6 +159,14 @@ class _Ahead:
             session = spaces.session
             outcome = spaces.unwind_outcome(e, session.process(e.pid),
                                             recorded_frame_count(e, session.kernel_range))
+            if outcome:
+                # packed, the addresses travel and key the other process's memo without an int
+                # object each (Symbolizer.unwound): 8 bytes an address there, where ints take 40
+                addrs, first_guessed = outcome
+                try:
+                    outcome = (array("Q", addrs).tobytes(), first_guessed)
+                except OverflowError:
+                    pass  # not all u64 (none should be): they go as they are
         attr = self._attrs.get(id(e.attr))
         if attr is None:
             attr = self._new_attr(e.attr)
@@ -334,6 +343,9 @@ def _read(r, source, items: list, send) -> None:
     except PerfDataError as err:
         put((_AT["error"], (str(err), err.exit_code)))
     queue.finish()
+    # all is unwound: the mapped input need not count in the RSS of this process while it
+    # waits for the parent to take the last batches (at the end, when the parent's is highest)
+    source.release(len(source.buffer()))
 
 
 # -- this process: replay -----------------------------------------------------------------

@@ -288,8 +288,9 @@ class Sink(Spaces):
                       "using the recorded call chains only", file=sys.stderr)
         elif outcome is not None:
             addrs, first_guessed = outcome
-            frames = frames + self.symbolizer.unwound(proc, addrs)
-            guessed = min(255, max(0, len(addrs) - first_guessed))
+            unwound = self.symbolizer.unwound(proc, addrs)  # one an address, packed or not
+            frames = frames + unwound
+            guessed = min(255, max(0, len(unwound) - first_guessed))
         if not frames:
             frames = [self._ip_frame(proc, ip, in_kernel)]
         attrs = self.attrs

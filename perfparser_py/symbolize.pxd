@@ -30,7 +30,7 @@ cdef class Symbolizer:
     @cython.locals(state=ProcessSymbols, chains=dict, ids=list)
     cpdef list callchain(self, object proc, object kernel, object callchain, object ip,
                          object ip_is_user, object branch_stack)
-    @cython.locals(memo=dict, ids=list)
+    @cython.locals(memo=dict, ids=list, packed=bint)
     cpdef list unwound(self, object proc, object addrs)
     cdef _memo_room(self, dict memo, Py_ssize_t frames)
     cdef object _resolve(self, object proc, object m, object ip, object is_kernel)

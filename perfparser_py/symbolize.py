@@ -8,6 +8,8 @@ file and file-relative address across all processes, per process for unmapped ad
 
 from __future__ import annotations
 
+from array import array
+
 from .elf.dwarf import DwarfInfo
 from .elf.finder import normalize_path
 from .elf.image import ElfImage
@@ -49,8 +51,8 @@ class ProcessSymbols:
         # their kernel frames hold for one epoch of the kernel's slot
         self.chains: dict[tuple, list[int]] = {}
         self.kernel_epoch = 0
-        # unwound addresses -> location ids (Symbolizer.unwound)
-        self.unwound: dict[tuple[int, ...], list[int]] = {}
+        # unwound addresses (a tuple, or packed) -> location ids (Symbolizer.unwound)
+        self.unwound: dict[tuple[int, ...] | bytes, list[int]] = {}
         self.perf_map = None  # PerfMap, or False without one: opened by Symbolizer.prepare
 
     def still_valid(self, proc: Process) -> bool:
@@ -152,12 +154,17 @@ class Symbolizer:
             chains[key] = ids
         return ids
 
-    def unwound(self, proc: Process, addrs: list[int]) -> list[int]:
-        """Location ids of DWARF-unwound user addresses, memoized per process like callchain()."""
+    def unwound(self, proc: Process, addrs: list[int] | bytes) -> list[int]:
+        """Location ids of DWARF-unwound user addresses, memoized per process like callchain().
+        `addrs` may come packed (array "Q" bytes: a split run's, parallel._Ahead.unwind), the
+        key as it is: 8 bytes an address where a tuple of a sample's own ints holds 40."""
         memo = process_symbols(proc).unwound
-        key = tuple(addrs)
+        packed = type(addrs) is bytes
+        key = addrs if packed else tuple(addrs)
         ids = memo.get(key)
         if ids is None:
+            if packed:
+                addrs = array("Q", addrs)
             ids = [self.frame(proc, addr, False) for addr in addrs]
             self._memo_room(memo, 2 * len(ids))
             memo[key] = ids
