@@ -5,7 +5,7 @@
 
 cimport cython
 
-from perfparser_py.elf.dwarf.ranges cimport ranges_of
+from perfparser_py.elf.dwarf.ranges cimport listed_ranges, pc_range, ranges_of
 from perfparser_py.elf.leb128 cimport uint_at, uleb_end, uleb_value
 
 # the tags the walk tests, C numbers
@@ -14,8 +14,8 @@ cdef int _UNSKIPPABLE, _ADDR_SIZED, _OFFSET_SIZED, _REF_ADDR_SIZED, _SKIP_VARIAB
 
 
 cdef class _Table:
-    cdef public int[:] slots, tags, sibling_at, steps_at
-    cdef public signed char[:] children
+    cdef public int[:] slots, tags, sibling_at, steps_at, low_at, high_at, ranges_at
+    cdef public signed char[:] children, fast, high_size, high_addr
     cdef public long long[:] size, steps
     cdef public dict sparse
 
@@ -24,7 +24,9 @@ cdef class _Table:
 
 @cython.locals(dense=bint, slots="int[:]", forms="signed char[:]",
                tag="long long", fixed=Py_ssize_t, sibling_at=Py_ssize_t, variable=bint,
-               spec=tuple, form="long long", skip=int)
+               spec=tuple, form="long long", skip=int, attr="long long",
+               low_at=Py_ssize_t, high_at=Py_ssize_t, ranges_at=Py_ssize_t, high_size=int,
+               high_addr=bint, seen=int, quick=int, n=Py_ssize_t, k=Py_ssize_t, t=_Table)
 cpdef _Table make_table(dict abbrevs, Py_ssize_t addr, Py_ssize_t offset, Py_ssize_t ref_addr)
 
 @cython.locals(steps="long long[:]", kind="long long", n="long long")
@@ -42,5 +44,8 @@ cpdef tuple read_die(object dw, object cu, const unsigned char[:] info, object s
                frames="long long[:]", off=Py_ssize_t, code="long long", i=Py_ssize_t,
                tag=int, children=bint, parent_off="long long", sub="long long",
                node="long long", sibling="long long", size="long long", has_pc=bint,
-               nodes=list, abbrevs=dict)
+               nodes=list, abbrevs=dict, kept=bint, fast="signed char[:]",
+               low_at="int[:]", high_at="int[:]", ranges_at="int[:]",
+               high_size="signed char[:]", high_addr="signed char[:]", addr_size=int,
+               at=Py_ssize_t)
 cpdef walk_dies(object dw, object cu, Py_ssize_t pos, Py_ssize_t end, object stack)

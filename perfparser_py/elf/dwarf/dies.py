@@ -12,7 +12,7 @@ from .constants import (
     _AT_SPECIFICATION, _FIXED_FORMS, _FLAGS, _LEB_FORMS, _MAX_DEPTH, _MAX_RANGES, _MAX_REF_CHAIN,
     _OFFSET_FORMS, _TAG_INLINED, _TAG_LEXICAL_BLOCK, _TAG_SUBPROGRAM, _TYPE_TAGS,
 )
-from .ranges import ranges_of
+from .ranges import listed_ranges, pc_range, ranges_of
 from .units import _Cu
 
 
@@ -292,6 +292,8 @@ def _skip_of(form: int) -> int:
 
 # the skips of the DWARF 5 forms (0x01-0x2C) by number, for C lookups; the GNU ones are rare
 _FORM_SKIPS = array("b", map(_skip_of, range(0x2D)))
+# the DW_AT_high_pc forms the walk reads in place: addr, data1, data2, data4, data8
+_HIGH_FORMS = frozenset((0x01, 0x0B, 0x05, 0x06, 0x07))
 # A unit's abbreviation codes are numbered from 1 by every producer; sparser ones are looked up
 # in a dict
 _DENSE_SLACK = 1024
@@ -301,9 +303,16 @@ class _Table:
     """A unit's abbreviations as the DIE walk reads them, in arrays by slot: the tag, whether
     the DIE has children, how its attribute values are skipped (`size`: their byte count when
     all are of fixed size, -1 for the steps from `steps_at`, -2 when they are decoded instead:
-    DW_FORM_indirect, unknown forms) and where a type's DW_FORM_ref4 DW_AT_sibling is among the
-    fixed-size leading values (-1: none). `steps` holds (fixed bytes, _SKIP_* kind or 0 at the
-    end) pairs; `slots` gives the slot of a code below len(slots), `sparse` of the others."""
+    DW_FORM_indirect, unknown forms) and where a type's or subprogram's DW_FORM_ref4 DW_AT_sibling
+    is among the fixed-size leading values (-1: none). `steps` holds (fixed bytes, _SKIP_* kind
+    or 0 at the end) pairs; `slots` gives the slot of a code below len(slots), `sparse` of the
+    others.
+
+    The walk reads the ranges of the DIEs it keeps without decoding them when their
+    abbreviation allows (`fast`): DW_AT_low_pc as DW_FORM_addr, DW_AT_high_pc as an address or
+    a fixed-size constant (`high_size` bytes, `high_addr`) and DW_AT_ranges as a 4-byte offset,
+    each at most once and among the fixed-size leading values, at `low_at`, `high_at` and
+    `ranges_at` (-1: absent), and a subprogram's DW_AT_sibling only so."""
 
     def slot(self, code: int) -> int:
         """Slot of abbreviation `code`, -1 for a code the unit does not have."""
@@ -315,27 +324,63 @@ class _Table:
 def make_table(abbrevs: dict, addr: int, offset: int, ref_addr: int) -> _Table:
     """The _Table of a unit's abbreviations, for its address, offset and ref_addr sizes."""
     top = max(abbrevs, default=0)
-    dense = top < 2 * len(abbrevs) + _DENSE_SLACK
+    n = len(abbrevs)
+    dense = top < 2 * n + _DENSE_SLACK
     slots = array("i", [-1]) * (top + 1 if dense else 0)
     forms = _FORM_SKIPS
     sparse = {}
-    tags, children, sizes = array("i"), array("b"), array("q")
-    sibling_ats, steps_at, steps = array("i"), array("i"), array("q")
+    steps = array("q")
+    t = _Table()
+    t.slots, t.sparse = slots, sparse
+    # filled in place, slot by slot (an append is a Python call)
+    t.tags, t.sibling_at, t.steps_at = array("i", bytes(4 * n)), array("i", bytes(4 * n)), \
+        array("i", bytes(4 * n))
+    t.low_at, t.high_at, t.ranges_at = array("i", bytes(4 * n)), array("i", bytes(4 * n)), \
+        array("i", bytes(4 * n))
+    t.children, t.fast, t.high_size, t.high_addr = array("b", bytes(n)), array("b", bytes(n)), \
+        array("b", bytes(n)), array("b", bytes(n))
+    t.size = array("q", bytes(8 * n))
+    k = 0
     for code, (tag, has_children, specs, _flags) in abbrevs.items():
         if dense:
-            slots[code] = len(tags)
+            slots[code] = k
         else:
-            sparse[code] = len(tags)
-        tags.append(tag if tag < 0x7FFFFFFF else -1)
-        children.append(has_children)
-        steps_at.append(len(steps))
+            sparse[code] = k
+        t.tags[k] = tag if tag < 0x7FFFFFFF else -1
+        t.children[k] = has_children
+        t.steps_at[k] = len(steps)
         fixed = 0
-        sibling_at = -1
+        sibling_at = low_at = high_at = ranges_at = -1
+        high_size = 0
+        high_addr = False
+        seen = 0  # how often a ranged attribute or a subprogram's sibling was met
+        quick = 0  # how many of them are read where they are
         variable = False
         for spec in specs:
+            attr = spec[0]
             form = spec[1]
-            if spec[0] == _AT_SIBLING and form == 0x13 and not variable and tag in _TYPE_TAGS:
-                sibling_at = fixed
+            if attr == _AT_SIBLING and (tag in _TYPE_TAGS or tag == _TAG_SUBPROGRAM):
+                seen += tag == _TAG_SUBPROGRAM
+                if form == 0x13 and not variable:
+                    sibling_at = fixed
+                    quick += tag == _TAG_SUBPROGRAM
+            elif attr == _AT_LOW_PC:
+                seen += 1
+                if form == 0x01 and not variable:
+                    low_at = fixed
+                    quick += 1
+            elif attr == _AT_HIGH_PC:
+                seen += 1
+                if form in _HIGH_FORMS and not variable:
+                    high_at = fixed
+                    high_size = addr if form == 0x01 else _FIXED_FORMS[form]
+                    high_addr = form == 0x01
+                    quick += 1
+            elif attr == _AT_RANGES:
+                seen += 1
+                if (form == 0x06 or (form == 0x17 and offset == 4)) and not variable:
+                    ranges_at = fixed
+                    quick += 1
             skip = forms[form] if 0 <= form < len(forms) else _skip_of(form)
             if skip >= 0:
                 fixed += skip
@@ -353,16 +398,24 @@ def make_table(abbrevs: dict, addr: int, offset: int, ref_addr: int) -> _Table:
                 fixed = -2
                 break
         if fixed == -2:
-            sizes.append(-2)
+            t.size[k] = -2
         elif variable:
             steps.extend((fixed, 0))
-            sizes.append(-1)
+            t.size[k] = -1
         else:
-            sizes.append(fixed)
-        sibling_ats.append(sibling_at)
-    t = _Table()
-    t.slots, t.sparse, t.tags, t.children = slots, sparse, tags, children
-    t.size, t.sibling_at, t.steps_at, t.steps = sizes, sibling_ats, steps_at, steps
+            t.size[k] = fixed
+        t.sibling_at[k] = sibling_at
+        # each read in place, and once (a repeated one is decoded: the dict keeps the last)
+        t.fast[k] = fixed != -2 and quick == seen and seen == (
+            (low_at >= 0) + (high_at >= 0) + (ranges_at >= 0)
+            + (sibling_at >= 0 and tag == _TAG_SUBPROGRAM))
+        t.low_at[k] = low_at
+        t.high_at[k] = high_at
+        t.ranges_at[k] = ranges_at
+        t.high_size[k] = high_size
+        t.high_addr[k] = high_addr
+        k += 1
+    t.steps = steps  # once grown: a typed view holds it
     return t
 
 
@@ -483,6 +536,13 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
     kids = t.children
     sizes = t.size
     sibling_at = t.sibling_at
+    fast = t.fast
+    low_at = t.low_at
+    high_at = t.high_at
+    ranges_at = t.ranges_at
+    high_size = t.high_size
+    high_addr = t.high_addr
+    addr_size = cu.addr_size
     parents = dw._parents
     little = dw._e == "<"
     unit_end = cu.end
@@ -517,13 +577,37 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
             node = -1
         sibling = -1
         size = sizes[i]
-        if size == -2 or (tag == _TAG_SUBPROGRAM and sub == 0) or (
-                sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK)):
+        kept = (tag == _TAG_SUBPROGRAM and sub == 0) or (
+            sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK))
+        ranges = None
+        has_pc = False
+        if size == -2 or (kept and not fast[i]):
             _, _, attrs, pos = read_die(dw, cu, info, sec, abbrevs, off, True)
             if tag == _TAG_SUBPROGRAM:
                 v = attrs.get(_AT_SIBLING)
                 if type(v) is int and pos < v <= end:
                     sibling = v
+            if kept:
+                has_pc = _AT_LOW_PC in attrs or _AT_RANGES in attrs
+                ranges = ranges_of(dw, cu, attrs)
+        elif kept:  # its ranges and sibling read in place (_Table)
+            at = pos
+            if sibling_at[i] >= 0 and tag == _TAG_SUBPROGRAM:
+                sibling = base + uint_at(info, at + sibling_at[i], 4, little)
+            pos = pos + size if size >= 0 else _skip(info, t, t.steps_at[i], pos, little)
+            if pos > unit_end:
+                raise DwarfError("DIE overruns its unit")
+            has_pc = low_at[i] >= 0 or ranges_at[i] >= 0
+            if low_at[i] >= 0 and high_at[i] >= 0:
+                ranges = pc_range(uint_at(info, at + low_at[i], addr_size, little),
+                                  uint_at(info, at + high_at[i], high_size[i], little),
+                                  high_addr[i])
+            elif ranges_at[i] >= 0:
+                ranges = listed_ranges(dw, cu, uint_at(info, at + ranges_at[i], 4, little),
+                                       False)
+            else:
+                ranges = []
+            attrs = None
         else:
             if sibling_at[i] >= 0:
                 sibling = base + uint_at(info, pos + sibling_at[i], 4, little)
@@ -535,7 +619,6 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
             parents[off] = parent_off
         if tag == _TAG_SUBPROGRAM:
             if sub == 0:
-                ranges = ranges_of(dw, cu, attrs)
                 if ranges:
                     cu.subprograms.append((off, ranges))
                     cu.nodes[off] = []
@@ -546,10 +629,8 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
             else:
                 sub = -1
         elif sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK):
-            has_pc = _AT_LOW_PC in attrs or _AT_RANGES in attrs
             nodes = cu.nodes[sub]
-            nodes.append((off, node, ranges_of(dw, cu, attrs) if has_pc else None,
-                          tag == _TAG_INLINED))
+            nodes.append((off, node, ranges if has_pc else None, tag == _TAG_INLINED))
             node = len(nodes) - 1
         if children:
             if depth >= _MAX_DEPTH:

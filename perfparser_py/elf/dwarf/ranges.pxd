@@ -9,6 +9,14 @@ from perfparser_py.elf.leb128 cimport uint_at
 
 cpdef list ranges_of(object dw, object cu, dict attrs)
 
+cpdef list pc_range(object low, object high, bint high_is_addr)
+
+cpdef list listed_ranges(object dw, object cu, object value, bint indexed)
+
+@cython.locals(data="const unsigned char[:]", little=bint, n=int, width=int, out=list,
+               pos=Py_ssize_t, kind=int)
+cpdef list rnglist(object dw, object cu, object value, bint indexed)
+
 @cython.locals(data="const unsigned char[:]", n=int, little=bint, top="unsigned long long",
                out=list, pos=Py_ssize_t, a="unsigned long long", b="unsigned long long")
 cpdef list _debug_ranges(object dw, object cu, object off)

@@ -15,64 +15,6 @@ class Ranges:
         """Address ranges [lo, hi) of a DIE from low/high pc or DW_AT_ranges."""
         return ranges_of(self, cu, attrs)
 
-    def _rnglist(self, cu: _Cu, value: int, attrs: dict) -> list[tuple[int, int]]:
-        data = self._s.get("rnglists")
-        if data is None:
-            return []
-        # rnglistx values are indices (DW_FORM_rnglistx); sec_offset values are offsets.
-        off = value
-        if attrs[_FLAGS][2]:
-            base = cu.rnglists_base if cu.rnglists_base is not None else 12
-            off = base + self._u("I" if cu.off_size == 4 else "Q", data,
-                                 base + value * cu.off_size)
-        n = cu.addr_size
-        fmt = "I" if n == 4 else "Q"
-        base_addr = cu.low_pc or 0
-        out = []
-        pos = off
-        while len(out) < _MAX_RANGES:
-            kind = data[pos]
-            pos += 1
-            if kind == 0:  # end_of_list
-                break
-            if kind == 1:  # base_addressx
-                i, pos = uleb(data, pos)
-                base_addr = self._addrx(cu, i) or 0
-            elif kind == 2:  # startx_endx
-                i, pos = uleb(data, pos)
-                j, pos = uleb(data, pos)
-                a, b = self._addrx(cu, i), self._addrx(cu, j)
-                if a is not None and b is not None and b > a:
-                    out.append((a, b))
-            elif kind == 3:  # startx_length
-                i, pos = uleb(data, pos)
-                length, pos = uleb(data, pos)
-                a = self._addrx(cu, i)
-                if a is not None and length:
-                    out.append((a, a + length))
-            elif kind == 4:  # offset_pair
-                a, pos = uleb(data, pos)
-                b, pos = uleb(data, pos)
-                if b > a:
-                    out.append((base_addr + a, base_addr + b))
-            elif kind == 5:  # base_address
-                base_addr = self._u(fmt, data, pos)
-                pos += n
-            elif kind == 6:  # start_end
-                a = self._u(fmt, data, pos)
-                b = self._u(fmt, data, pos + n)
-                pos += 2 * n
-                if b > a:
-                    out.append((a, b))
-            elif kind == 7:  # start_length
-                a = self._u(fmt, data, pos)
-                length, pos = uleb(data, pos + n)
-                if length:
-                    out.append((a, a + length))
-            else:
-                raise DwarfError("bad range list entry")
-        return out
-
 
 def ranges_of(dw: Ranges, cu: _Cu, attrs: dict) -> list[tuple[int, int]]:
     """Ranges._ranges, a C call for the DIE walk."""
@@ -81,15 +23,86 @@ def ranges_of(dw: Ranges, cu: _Cu, attrs: dict) -> list[tuple[int, int]]:
         high = attrs[_AT_HIGH_PC]
         if high is None:
             return []
-        if not attrs[_FLAGS][0]:
-            high = low + high
-        return [(low, high)] if high > low else []
+        return pc_range(low, high, attrs[_FLAGS][0])
     rng = attrs.get(_AT_RANGES)
     if rng is None:
         return []
+    return listed_ranges(dw, cu, rng, attrs[_FLAGS][2])
+
+
+def pc_range(low, high, high_is_addr: bool) -> list[tuple[int, int]]:
+    """[low, high) of DW_AT_low_pc/high_pc; high_pc is a length unless an address."""
+    if not high_is_addr:
+        high = low + high
+    return [(low, high)] if high > low else []
+
+
+def listed_ranges(dw: Ranges, cu: _Cu, value, indexed: bool) -> list[tuple[int, int]]:
+    """The ranges of DW_AT_ranges `value`: .debug_rnglists from DWARF 5 on, else .debug_ranges."""
     if cu.version >= 5:
-        return dw._rnglist(cu, rng, attrs)
-    return _debug_ranges(dw, cu, rng)
+        return rnglist(dw, cu, value, indexed)
+    return _debug_ranges(dw, cu, value)
+
+
+def rnglist(dw: Ranges, cu: _Cu, value: int, indexed: bool) -> list[tuple[int, int]]:
+    """The ranges of DW_AT_ranges `value` in .debug_rnglists: an index (DW_FORM_rnglistx)
+    when `indexed`, else an offset."""
+    sec = dw._s.get("rnglists")
+    if sec is None:
+        return []
+    data = sec
+    little = dw._e == "<"
+    off = value
+    if indexed:
+        base = cu.rnglists_base if cu.rnglists_base is not None else 12
+        off = base + uint_at(data, base + value * cu.off_size, cu.off_size, little)
+    n = cu.addr_size
+    width = 4 if n == 4 else 8  # what an address entry's value is read as
+    base_addr = cu.low_pc or 0
+    out = []
+    pos = off
+    while len(out) < _MAX_RANGES:
+        kind = data[pos]
+        pos += 1
+        if kind == 0:  # end_of_list
+            break
+        if kind == 1:  # base_addressx
+            i, pos = uleb(sec, pos)
+            base_addr = dw._addrx(cu, i) or 0
+        elif kind == 2:  # startx_endx
+            i, pos = uleb(sec, pos)
+            j, pos = uleb(sec, pos)
+            a, b = dw._addrx(cu, i), dw._addrx(cu, j)
+            if a is not None and b is not None and b > a:
+                out.append((a, b))
+        elif kind == 3:  # startx_length
+            i, pos = uleb(sec, pos)
+            length, pos = uleb(sec, pos)
+            a = dw._addrx(cu, i)
+            if a is not None and length:
+                out.append((a, a + length))
+        elif kind == 4:  # offset_pair
+            a, pos = uleb(sec, pos)
+            b, pos = uleb(sec, pos)
+            if b > a:
+                out.append((base_addr + a, base_addr + b))
+        elif kind == 5:  # base_address
+            base_addr = uint_at(data, pos, width, little)
+            pos += n
+        elif kind == 6:  # start_end
+            a = uint_at(data, pos, width, little)
+            b = uint_at(data, pos + n, width, little)
+            pos += 2 * n
+            if b > a:
+                out.append((a, b))
+        elif kind == 7:  # start_length
+            a = uint_at(data, pos, width, little)
+            length, pos = uleb(sec, pos + n)
+            if length:
+                out.append((a, a + length))
+        else:
+            raise DwarfError("bad range list entry")
+    return out
 
 
 def _debug_ranges(dw: Ranges, cu: _Cu, off: int) -> list[tuple[int, int]]:
