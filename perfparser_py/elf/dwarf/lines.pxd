@@ -9,7 +9,7 @@ from perfparser_py.elf.leb128 cimport sleb, uint_at, uleb, uleb_end
 
 
 @cython.locals(data="const unsigned char[:]", rows=list, seq=Py_ssize_t, little=bint,
-               addr_step=list, line_step=list, simple=bint, op=int, v=int, sub=int)
+               addr_step=list, line_step=list, simple=bint, op=int, v=int, w=int, sub=int)
 cpdef list _run(object dw, object cu, object sec, Py_ssize_t pos, Py_ssize_t end, int version,
                 object min_inst, object max_ops, int line_range, int opcode_base,
                 object line_base, bytes std_lengths)
@@ -17,3 +17,4 @@ cpdef list _run(object dw, object cu, object sec, Py_ssize_t pos, Py_ssize_t end
 @cython.locals(n=Py_ssize_t, k=Py_ssize_t, a="unsigned long long[:]", flat="int[:]",
                row=tuple)
 cpdef tuple _pack_rows(list rows)
+

@@ -215,11 +215,20 @@ def _run(dw: Lines, cu: _Cu, sec, pos: int, end: int, version: int, min_inst: in
             elif v < 0x80:
                 pos += 1
                 line += v - 0x80
+            elif data[pos + 1] < 0x80:  # two bytes: 14 bits, sign bit 0x40 of the second
+                w = data[pos + 1]
+                pos += 2
+                line += (v & 0x7F | w << 7) - (w & 0x40) * 0x100
             else:
                 delta, pos = sleb(sec, pos)
                 line += delta
         elif op == 2:
-            operation, pos = uleb(sec, pos)
+            v = data[pos]
+            if v < 0x80:
+                operation = v
+                pos += 1
+            else:
+                operation, pos = uleb(sec, pos)
             if simple:
                 addr += min_inst * operation
             else:

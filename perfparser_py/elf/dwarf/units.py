@@ -7,7 +7,7 @@ import struct
 from array import array
 from bisect import bisect_right, insort
 
-from ..leb128 import sleb, uleb, uleb_end, uleb_value
+from ..leb128 import sleb, uint_at, uleb, uleb_end, uleb_value
 from .constants import (
     DwarfError, _ADDR_FORMS, _AT_ADDR_BASE, _AT_COMP_DIR, _AT_ENTRY_PC, _AT_GNU_ADDR_BASE,
     _AT_GNU_RANGES_BASE, _AT_HIGH_PC, _AT_LOW_PC, _AT_RANGES, _AT_RNGLISTS_BASE, _AT_STMT_LIST,
@@ -218,40 +218,10 @@ class Units:
         data = self._s.get("aranges")
         if data is None:
             return {}
-        e = self._e
-        # one unpack per set header (libc lists ~2000 units, one short set each)
-        head = struct.Struct(e + "IHIBB").unpack_from
-        pairs = {4: struct.Struct(e + "II").iter_unpack, 8: struct.Struct(e + "QQ").iter_unpack}
-        out: dict[int, list[tuple[int, int]]] = {}
-        off, n = 0, len(data)
         try:
-            while off + 4 <= n:
-                if off + 12 > n:  # a set header cut short
-                    return {}
-                length, version, cu_off, addr_size, seg_size = head(data, off)
-                if length == 0xFFFFFFFF:
-                    (length, version, cu_off) = struct.unpack_from(e + "QHQ", data, off + 4)
-                    addr_size, seg_size = data[off + 22], data[off + 23]
-                    end = off + 12 + length
-                    pos = off + 24
-                else:
-                    end = off + 4 + length
-                    pos = off + 12
-                if end > n or version != 2 or addr_size not in (4, 8) or seg_size:
-                    return {}
-                ranges = out.setdefault(cu_off, [])
-                pair = 2 * addr_size
-                pos = off + -(-(pos - off) // pair) * pair  # tuples are aligned to their size
-                stop = pos + max(0, end - pos) // pair * pair
-                for lo, size in pairs[addr_size](data[pos:stop]):
-                    if lo == 0 and size == 0:
-                        break
-                    if size:
-                        ranges.append((lo, lo + size))
-                off = end
-        except (struct.error, IndexError):
+            return read_aranges(data, self._e == "<")
+        except IndexError:
             return {}
-        return out
 
     def _cu_for(self, addr: int) -> _Cu | None:
         return self._cu_in(self._cu_index(), addr) or self._cu_in(self._unlisted(), addr)
@@ -325,6 +295,49 @@ def parse_abbrevs(sec, pos: int) -> dict:
         flags = (high_addr, entry_addr, rnglistx) if ranged else None
         table[code] = (tag, children, specs, flags)
     return table
+
+
+def read_aranges(sec, little: bool) -> dict[int, list[tuple[int, int]]]:
+    """Units._aranges of the section `sec`; raises IndexError when a set runs past it."""
+    data = sec
+    n = len(data)
+    out: dict[int, list[tuple[int, int]]] = {}
+    off = 0
+    while off + 4 <= n:
+        if off + 12 > n:  # a set header cut short
+            return {}
+        length = uint_at(data, off, 4, little)
+        if length == 0xFFFFFFFF:
+            length = uint_at(data, off + 4, 8, little)
+            version = uint_at(data, off + 12, 2, little)
+            cu_off = uint_at(data, off + 14, 8, little)
+            addr_size, seg_size = data[off + 22], data[off + 23]
+            pos = off + 24
+            if length > n:
+                return {}
+            end = off + 12 + length
+        else:
+            version = uint_at(data, off + 4, 2, little)
+            cu_off = uint_at(data, off + 6, 4, little)
+            addr_size, seg_size = data[off + 10], data[off + 11]
+            end = off + 4 + length
+            pos = off + 12
+        if end > n or version != 2 or addr_size not in (4, 8) or seg_size:
+            return {}
+        ranges = out.setdefault(cu_off, [])
+        pair = 2 * addr_size
+        pos = off + -(-(pos - off) // pair) * pair  # tuples are aligned to their size
+        stop = pos + max(0, end - pos) // pair * pair
+        while pos < stop:
+            lo = uint_at(data, pos, addr_size, little)
+            size = uint_at(data, pos + addr_size, addr_size, little)
+            pos += pair
+            if lo == 0 and size == 0:
+                break
+            if size:
+                ranges.append((lo, lo + size))
+        off = end
+    return out
 
 
 def _range_index(entries: list[tuple[int, int, int]]) -> tuple[list[int], list[int], list[int]]:
