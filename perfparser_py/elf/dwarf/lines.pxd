@@ -18,3 +18,7 @@ cpdef list _run(object dw, object cu, object sec, Py_ssize_t pos, Py_ssize_t end
                row=tuple)
 cpdef tuple _pack_rows(list rows)
 
+
+@cython.locals(data="const unsigned char[:]", little=bint, off4=bint, nfmt=int, fmts=list,
+               out=list)
+cpdef tuple _header_entries(object dw, object cu, object sec, Py_ssize_t pos)

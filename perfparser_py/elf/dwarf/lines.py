@@ -78,31 +78,6 @@ class Lines:
         else:
             cu.line_addrs, cu.lines = packed
 
-    def _line_header_entries(self, cu: _Cu, data, pos: int) -> tuple[list, int]:
-        """DWARF 5 directory/file entry list: ([(path, directory index)], next position)."""
-        nfmt = data[pos]
-        pos += 1
-        fmts = []
-        for _ in range(nfmt):
-            ctype, pos = uleb(data, pos)
-            form, pos = uleb(data, pos)
-            fmts.append((ctype, form))
-        count, pos = uleb(data, pos)
-        if count > len(data):
-            raise DwarfError("entry count larger than the section")
-        out = []
-        for _ in range(count):
-            path = b""
-            d = 0
-            for ctype, form in fmts:
-                value, pos = self._form(cu, form, 0, data, pos)
-                if ctype == 1:
-                    path = self._string(cu, value) or b""
-                elif ctype == 2 and isinstance(value, int):
-                    d = value
-            out.append((path, d))
-        return out, pos
-
     def _line_program(self, cu: _Cu, data, off: int) -> list[tuple]:
         u = self._u
         length = u("I", data, off)
@@ -140,9 +115,9 @@ class Lines:
         std_lengths = bytes(data[pos:pos + opcode_base - 1])
         pos += opcode_base - 1
         if version >= 5:
-            dirs, pos = self._line_header_entries(cu, data, pos)
+            dirs, pos = _header_entries(self, cu, data, pos)
             cu.dirs = [d[0] for d in dirs]
-            cu.files, pos = self._line_header_entries(cu, data, pos)
+            cu.files, pos = _header_entries(self, cu, data, pos)
         else:
             cu.dirs = [cu.comp_dir or b""]
             while data[pos]:
@@ -159,6 +134,52 @@ class Lines:
         del default_is_stmt  # is_stmt does not affect which row an address maps to
         return _run(self, cu, data, program, end, version, min_inst, max_ops, line_range,
                     opcode_base, line_base, std_lengths)
+
+
+def _header_entries(dw: Lines, cu: _Cu, sec, pos: int) -> tuple[list, int]:
+    """DWARF 5 directory/file entry list: ([(path, directory index)], next position).
+
+    The forms GCC and clang write (line_strp or strp paths, data1, data2 or one-byte udata
+    indices, data16 MD5s) are read here, the others by Dies._form: cc1plus's units name
+    hundreds of files each."""
+    data = sec
+    little = dw._e == "<"
+    off4 = cu.off_size == 4
+    nfmt = data[pos]
+    pos += 1
+    fmts = []
+    for _ in range(nfmt):
+        ctype, pos = uleb(sec, pos)
+        form, pos = uleb(sec, pos)
+        fmts.append((ctype, form))
+    count, pos = uleb(sec, pos)
+    if count > len(data):
+        raise DwarfError("entry count larger than the section")
+    out = []
+    for _ in range(count):
+        path = b""
+        d = 0
+        for ctype, form in fmts:
+            if (form == 0x1F or form == 0x0E) and off4:
+                value = (form, uint_at(data, pos, 4, little))
+                pos += 4
+            elif form == 0x0B or (form == 0x0F and data[pos] < 0x80):
+                value = data[pos]
+                pos += 1
+            elif form == 0x05:
+                value = uint_at(data, pos, 2, little)
+                pos += 2
+            elif form == 0x1E:
+                value = None
+                pos += 16
+            else:
+                value, pos = dw._form(cu, form, 0, sec, pos)
+            if ctype == 1:
+                path = dw._string(cu, value) or b""
+            elif ctype == 2 and isinstance(value, int):
+                d = value
+        out.append((path, d))
+    return out, pos
 
 
 def _run(dw: Lines, cu: _Cu, sec, pos: int, end: int, version: int, min_inst: int,
