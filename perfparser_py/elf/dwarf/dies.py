@@ -232,9 +232,10 @@ class Dies:
             chain.append(nxt)
         return chain
 
-    def _integrate(self, off: int, attr: int) -> tuple[_Cu, object] | None:
-        """(unit, value) of `attr` on the DIE or the first DIE of its origin chain having it."""
-        for o in self._origin_chain(off):
+    def _integrate(self, chain: list[int], attr: int) -> tuple[_Cu, object] | None:
+        """(unit, value) of `attr` on the first DIE of an origin chain (_origin_chain)
+        having it."""
+        for o in chain:
             cu, _, attrs = self._die(o)
             if attr in attrs:
                 return cu, attrs[attr]

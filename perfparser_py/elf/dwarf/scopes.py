@@ -54,12 +54,12 @@ class Scopes:
         text = self._linkage_text(cu, attrs)
         return _demangle(text) if text else None
 
-    def _qualified(self, off: int) -> str | None:
-        """Qualified, demangled name of a DIE (SEMANTICS §10.5), cached per DIE."""
+    def _qualified(self, off: int, chain: list[int]) -> str | None:
+        """Qualified, demangled name of a DIE (SEMANTICS §10.5) with origin chain `chain`,
+        cached per DIE."""
         if off in self._names:
             return self._names[off]
         self._names[off] = None  # guard against reference cycles
-        chain = self._origin_chain(off)
         name = None
         for o in chain:
             cu, _, attrs = self._die(o)
@@ -293,12 +293,13 @@ class Scopes:
             return hit
         cu, _, attrs = self._die(off)
         decl_file = None
-        found = self._integrate(off, _AT_DECL_FILE)
+        chain = self._origin_chain(off)  # the declaration's attributes are integrated from it
+        found = self._integrate(chain, _AT_DECL_FILE)
         if found is not None and isinstance(found[1], int):
             decl_file = self._file_path(found[0], found[1])
-        found = self._integrate(off, _AT_DECL_LINE)
+        found = self._integrate(chain, _AT_DECL_LINE)
         decl_line = found[1] if found is not None and isinstance(found[1], int) else 0
-        found = self._integrate(off, _AT_DECL_COLUMN)
+        found = self._integrate(chain, _AT_DECL_COLUMN)
         decl_column = found[1] if found is not None and isinstance(found[1], int) else 0
         call_file = None
         call_line = call_column = -1
@@ -312,7 +313,7 @@ class Scopes:
             call_line = v if isinstance(v, int) else -1
             v = attrs.get(_AT_CALL_COLUMN)
             call_column = v if isinstance(v, int) else -1
-        scope = Scope(self._qualified(off), self._entry_pc(cu, attrs), decl_file, decl_line,
+        scope = Scope(self._qualified(off, chain), self._entry_pc(cu, attrs), decl_file, decl_line,
                       decl_column, call_file, call_line, call_column, off)
         self._scope_objs[off] = scope
         return scope
