@@ -33,6 +33,12 @@ cpdef _Table make_table(dict abbrevs, Py_ssize_t addr, Py_ssize_t offset, Py_ssi
 cdef Py_ssize_t _skip(const unsigned char[:] info, _Table t, Py_ssize_t at, Py_ssize_t pos,
                       bint little) except -1
 
+@cython.locals(level=Py_ssize_t, code="long long", i=Py_ssize_t, sibling="long long",
+               size="long long")
+cdef Py_ssize_t _subtree_end(const unsigned char[:] info, _Table t, Py_ssize_t pos,
+                             Py_ssize_t end, Py_ssize_t depth, Py_ssize_t base,
+                             Py_ssize_t unit_end, bint little)
+
 @cython.locals(code="long long", pos=Py_ssize_t, little=bint, base=Py_ssize_t, off4=bint,
                addr8=bint, form="long long", attrs=dict, spec=tuple, specs=list)
 cpdef tuple read_die(object dw, object cu, const unsigned char[:] info, object sec,

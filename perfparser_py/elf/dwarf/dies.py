@@ -520,6 +520,50 @@ def read_die(dw: Dies, cu: _Cu, info, sec, abbrevs: dict, off: int,
 _WALKED_ATTRS = frozenset((_AT_LOW_PC, _AT_HIGH_PC, _AT_RANGES, _AT_SIBLING))
 
 
+def _subtree_end(info, t: _Table, pos: int, end: int, depth: int, base: int, unit_end: int,
+                 little: bool) -> int:
+    """Where the children of a DIE at tree depth `depth`, starting at `pos`, end (after
+    their null entry), for the walk to jump over a subprogram's subtree as DW_AT_sibling
+    lets it (rustc and clang write none): its DIEs skipped, not decoded, and type subtrees
+    jumped as the walk jumps them. -1 when they end past `end`, or the walk must decode them
+    to fail where it fails (an abbreviation the unit lacks, a value it cannot skip, a DIE
+    past the unit, too deep a tree)."""
+    level = 1
+    try:
+        while pos < end:
+            code = info[pos]
+            if code < 0x80:
+                pos += 1
+            else:
+                code = uleb_value(info, pos)
+                pos = uleb_end(info, pos)
+            if code == 0:
+                level -= 1
+                if level == 0:
+                    return pos
+                continue
+            i = t.slot(code)
+            if i < 0 or t.size[i] == -2:
+                return -1
+            sibling = -1
+            if t.sibling_at[i] >= 0 and t.tags[i] != _TAG_SUBPROGRAM:
+                sibling = base + uint_at(info, pos + t.sibling_at[i], 4, little)
+            size = t.size[i]
+            pos = pos + size if size >= 0 else _skip(info, t, t.steps_at[i], pos, little)
+            if pos > unit_end:
+                return -1
+            if t.children[i]:
+                if depth + level >= _MAX_DEPTH:
+                    return -1
+                if pos < sibling <= end:
+                    pos = sibling
+                else:
+                    level += 1
+    except (IndexError, DwarfError):
+        pass
+    return -1
+
+
 # room for the deepest tree a walk accepts, three numbers per open DIE
 _NO_STACK = array("q", bytes(8 * 3 * (_MAX_DEPTH + 1)))
 
@@ -610,7 +654,7 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
                 ranges = []
             attrs = None
         else:
-            if sibling_at[i] >= 0:
+            if sibling_at[i] >= 0 and tag != _TAG_SUBPROGRAM:
                 sibling = base + uint_at(info, pos + sibling_at[i], 4, little)
             pos = pos + size if size >= 0 else _skip(info, t, t.steps_at[i], pos, little)
             if pos > unit_end:
@@ -636,6 +680,8 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
         if children:
             if depth >= _MAX_DEPTH:
                 raise DwarfError("DIE tree too deep")
+            if sub == off and sibling < 0:  # a subprogram with code, without DW_AT_sibling
+                sibling = _subtree_end(info, t, pos, end, depth, base, unit_end, little)
             if pos < sibling <= end:
                 cu.pending[off] = (pos, sibling, buf[:3 * depth] + array("q", (off, sub, node)))
                 pos = sibling
