@@ -447,3 +447,17 @@ def test_a_relative_compilation_directory_is_not_doubled(tmp_path: Path, version
     assert inlined == {(b"./sub/../inc/h.h", b"./sub/p.c")}
     files = {info.line_at(a)[0] for a in range(f, f + 64) if info.line_at(a)}
     assert files == {b"./sub/p.c", b"./sub/../inc/h.h"}
+
+
+def test_a_subprogram_without_sibling_is_decoded_only_when_an_address_falls_into_it() -> None:
+    """rustc and clang write no DW_AT_sibling: the walk still jumps over a subprogram's
+    subtree (found by skipping its DIEs) and decodes its scopes only for an address in it,
+    with the same answers."""
+    info = DwarfInfo.for_image(_Image(_synthetic_dwarf5()))
+    cu = info._cu_for(0x1012)
+    info._walk(cu)
+    (sub, _), = cu.subprograms
+    assert sub in cu.pending and cu.nodes[sub] == []
+    _, chain = info.scopes_at(0x1012)
+    assert sub not in cu.pending and len(cu.nodes[sub]) == 1
+    assert [s.name for s in chain] == ["ns::inner"]
