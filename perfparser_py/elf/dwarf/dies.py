@@ -165,8 +165,9 @@ class Dies:
         and declarations, so the pass jumps over a subtree whose DW_AT_sibling says where it
         ends when the subtree is a subprogram's (walked when an address falls into it) or a
         type's or declaration's (holding no scopes; walked only when a parent inside it is
-        asked for). Compilers put no inlined or lexical scope and no subprogram with code
-        inside a type or a declaration."""
+        asked for); a subprogram with code without DW_AT_sibling (rustc, clang) has its end
+        found by skipping its DIEs (_subtree_end). Compilers put no inlined or lexical scope
+        and no subprogram with code inside a type or a declaration."""
         if cu.walked:
             return
         cu.walked = True
