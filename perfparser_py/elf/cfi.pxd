@@ -20,7 +20,7 @@ cdef class _Cie:
 
 cdef class _Frames:
     cdef public object vaddr, data, is_eh, e, addr_size, mask, starts
-    cdef public dict cies
+    cdef public dict cies, fdes, rows
     cdef public list ends, offsets
 
     cpdef object _u(self, str fmt, object pos)
@@ -47,19 +47,17 @@ cdef class _HdrTable:
 cdef class Cfi:
     cdef public _Frames _eh, _debug
     cdef public _HdrTable _hdr
-    cdef public dict _fdes, _rows
+    cdef public dict _rows
 
     cpdef object row(self, object vaddr)
+    @cython.locals(c=_Cie, known=tuple, i=Py_ssize_t)
     cpdef object _lookup(self, int which, _Frames frames, object pc)
 
 
-@cython.locals(op=int, hi2=int, pos=Py_ssize_t, end=Py_ssize_t, stack=list)
+@cython.locals(op=int, hi2=int, pos=Py_ssize_t, end=Py_ssize_t, stack=list,
+               advances=Py_ssize_t, d="const unsigned char[:]", little=bint, kind=int,
+               b=int)
 cpdef tuple _run(_Frames frames, _Cie c, Py_ssize_t pos, Py_ssize_t end, object loc, tuple cfa,
-                 dict regs, dict initial, list out)
-
-cpdef _snapshot(list out, object loc, tuple cfa, dict regs)
+                 dict regs, dict initial, object pc)
 
 cpdef _restore(dict regs, dict initial, object reg)
-
-@cython.locals(snaps=list, starts=list, ends=list, rows=list)
-cpdef tuple _decode_fde(_Frames frames, object off)

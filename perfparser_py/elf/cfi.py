@@ -1,9 +1,10 @@
-"""Call frame information (.eh_frame_hdr, .eh_frame, .debug_frame), decoded lazily per FDE.
+"""Call frame information (.eh_frame_hdr, .eh_frame, .debug_frame), decoded lazily per row.
 
 `Cfi.for_image(image)` indexes the unwind tables of one ELF image; `Cfi.row(vaddr)` gives the
-rule row (CFA rule + register rules) valid at an ELF virtual address. Only the FDE covering an
-asked-for address is decoded; decoded FDEs and rows per address are cached. Malformed tables
-never raise: the affected address simply has no row.
+rule row (CFA rule + register rules) valid at an ELF virtual address. Only the program of the
+FDE covering an asked-for address runs, and only up to the row covering it; the CIEs' initial
+rules and the rows per address are cached. Malformed tables never raise: the affected address
+simply has no row.
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ _FIXED_ENCODINGS = {0x02: ("H", 2), 0x03: ("I", 4), 0x04: ("Q", 8),  # udata2/4/
 
 # Bounds against hostile input.
 _MAX_STATE_STACK = 64
-_MAX_ROWS = 100_000
-_FDE_CACHE = 4096
+_MAX_ROWS = 100_000  # advances of one program
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
@@ -75,6 +75,10 @@ class _Frames:
         self.addr_size = addr_size
         self.mask = (1 << (8 * addr_size)) - 1
         self.cies: dict[int, _Cie] = {}
+        self.fdes: dict[int, tuple] = {}  # the FDEs asked for, by offset
+        # their rows found so far: (row starts, Rows), sorted; the rows of one FDE never
+        # overlap (its locations only grow)
+        self.rows: dict[int, tuple[list[int], list[Row]]] = {}
         self.starts: list[int] | None = None  # sorted FDE pc_begin, built on demand
         self.ends: list[int] = []
         self.offsets: list[int] = []
@@ -195,7 +199,11 @@ class _Frames:
         return c
 
     def fde(self, off: int) -> tuple[_Cie, int, int, int, int]:
-        """(cie, pc_begin, pc_end, instructions start, end) of the FDE at `off`."""
+        """(cie, pc_begin, pc_end, instructions start, end) of the FDE at `off`; kept for the
+        next address it covers (its rows run from the start again)."""
+        found = self.fdes.get(off)
+        if found is not None:
+            return found
         cid, pos, end, idsize = self._header(off)
         if self._is_cie(cid, idsize):
             raise CfiError("not an FDE")
@@ -215,7 +223,8 @@ class _Frames:
             pos += alen
         if begin is None or size is None:
             raise CfiError("omitted FDE address")
-        return c, begin, begin + size, pos, end
+        found = self.fdes[off] = (c, begin, begin + size, pos, end)
+        return found
 
     def build_index(self) -> None:
         """Scan every entry once: sorted (pc_begin, pc_end, FDE offset) lists."""
@@ -320,8 +329,7 @@ class Cfi:
         self._eh = eh
         self._hdr = hdr
         self._debug = debug
-        self._fdes: dict[tuple[int, int], tuple[list[int], list[int], list, _Cie]] = {}
-        self._rows: dict[int, Row | None] = {}
+        self._rows: dict[int, Row | None] = {}  # per address asked for
 
     @staticmethod
     def for_image(image) -> Cfi | None:
@@ -373,157 +381,175 @@ class Cfi:
                 off = frames.find(pc)
             if off is None or off < 0:
                 return None
-            key = (which, off)
-            decoded = self._fdes.get(key)
-            if decoded is None:
-                decoded = _decode_fde(frames, off)
-                if len(self._fdes) >= _FDE_CACHE:
-                    self._fdes.clear()
-                self._fdes[key] = decoded
+            # the rows of this FDE found before: cc1plus's samples hit two addresses a row
+            known = frames.rows.get(off)
+            if known is not None:
+                i = bisect_right(known[0], pc) - 1
+                if i >= 0 and pc < known[1][i].hi:
+                    return known[1][i]
+            c, begin, stop, pos, end = frames.fde(off)
+            if not begin <= pc < stop:
+                return None
+            if c.initial is None:
+                ipos, iend = c.init
+                c.initial = _run(frames, c, ipos, iend, 0, (CFA_REG, 0, 0), {}, None, None)[:2]
+            cfa, regs = c.initial
+            cfa, regs, lo, hi = _run(frames, c, pos, end, begin, cfa, dict(regs), regs, pc)
         except (CfiError, IndexError, struct.error, ValueError):
             return None
-        starts, ends, rows, c = decoded
-        i = bisect_right(starts, pc) - 1
-        if i < 0 or pc >= ends[i]:
-            return None
-        row = rows[i]
-        if type(row) is tuple:  # made on first use: most rows of an FDE are never asked for
-            row = rows[i] = Row(row[0], row[1], c.ra, c.signal, starts[i], ends[i])
+        row = Row(cfa, regs, c.ra, c.signal, lo, stop if hi is None else min(hi, stop))
+        if known is None:
+            frames.rows[off] = ([lo], [row])
+        else:
+            i = bisect_right(known[0], lo)
+            known[0].insert(i, lo)
+            known[1].insert(i, row)
         return row
 
 
 def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
          regs: dict[int, tuple], initial: dict[int, tuple] | None,
-         out: list[tuple[int, tuple, dict]] | None) -> tuple[tuple, dict]:
-    """Execute CFA instructions [pos, end); append (loc, cfa, regs) snapshots to `out` when
-    the location advances (None for the CIE's initial instructions)."""
-    d = frames.data
-    e = frames.e
+         pc: int | None) -> tuple[tuple, dict, int, int | None]:
+    """Execute CFA instructions [pos, end) from location `loc` up to the row covering `pc`:
+    rows are produced in address order (DWARF 5 §6.4.1), so the first advance of the location
+    past pc ends it, as in libgcc and elfutils; to the end when pc is None (the CIE's initial
+    instructions, `initial` None). Returns (cfa, regs, start of their row, the location the
+    program advanced to past pc or None at the end of the program)."""
+    data = frames.data
+    d = data  # a C array when compiled: the opcodes and one-byte operands
+    little = frames.e == "<"
     ca = c.code_align
     da = c.data_align
-    stack: list[tuple[tuple, dict]] = []
-    # an advance: the row so far ends at `loc` (_snapshot), the next starts delta * ca later
+    # the CFA rule in locals, a tuple again at the end: most operations change its offset
+    kind, creg, coff = cfa
+    stack: list[tuple[int, object, int, dict]] = []
+    advances = 0
     while pos < end:
         op = d[pos]
         pos += 1
         hi2 = op & 0xC0
-        if hi2 == 0x40:  # advance_loc
-            _snapshot(out, loc, cfa, regs)
-            loc += (op & 0x3F) * ca
+        if hi2 == 0x40 or 0x01 <= op <= 0x04:  # an advance of the location
+            if hi2 == 0x40:  # advance_loc
+                new = loc + (op & 0x3F) * ca
+            elif op == 0x01:  # set_loc
+                if frames.is_eh:
+                    new, pos = frames.read_enc(pos, c.fde_enc)
+                else:
+                    new = uint_at(d, pos, c.addr_size, little)
+                    pos += c.addr_size
+                if new is None or new < loc:  # "always greater than the current one"
+                    raise CfiError("bad set_loc")
+            elif op == 0x02:
+                new = loc + d[pos] * ca
+                pos += 1
+            elif op == 0x03:
+                new = loc + uint_at(d, pos, 2, little) * ca
+                pos += 2
+            else:
+                new = loc + uint_at(d, pos, 4, little) * ca
+                pos += 4
+            advances += 1
+            if advances > _MAX_ROWS:
+                raise CfiError("too many rows")
+            if pc is not None and new > pc:
+                break
+            loc = new
         elif hi2 == 0x80:  # offset
-            off, pos = uleb(d, pos)
+            b = d[pos]
+            if b < 0x80:  # most offsets and CFA offsets fit a byte: no call, no tuple
+                off = b
+                pos += 1
+            else:
+                off, pos = uleb(data, pos)
             regs[op & 0x3F] = (OFFSET, off * da)
         elif hi2 == 0xC0:  # restore
             _restore(regs, initial, op & 0x3F)
         elif op == 0x00:  # nop
             pass
-        elif op == 0x01:  # set_loc
-            if frames.is_eh:
-                new, pos = frames.read_enc(pos, c.fde_enc)
-            else:
-                new = struct.unpack_from(e + ("Q" if c.addr_size == 8 else "I"), d, pos)[0]
-                pos += c.addr_size
-            if new is None:
-                raise CfiError("bad set_loc")
-            _snapshot(out, loc, cfa, regs)
-            loc = new
-        elif op == 0x02:
-            _snapshot(out, loc, cfa, regs)
-            loc += d[pos] * ca
-            pos += 1
-        elif op == 0x03:
-            _snapshot(out, loc, cfa, regs)
-            loc += struct.unpack_from(e + "H", d, pos)[0] * ca
-            pos += 2
-        elif op == 0x04:
-            _snapshot(out, loc, cfa, regs)
-            loc += struct.unpack_from(e + "I", d, pos)[0] * ca
-            pos += 4
         elif op == 0x05 or op == 0x14:  # offset_extended, val_offset
-            reg, pos = uleb(d, pos)
-            off, pos = uleb(d, pos)
+            reg, pos = uleb(data, pos)
+            off, pos = uleb(data, pos)
             regs[reg] = (OFFSET if op == 0x05 else VAL_OFFSET, off * da)
         elif op == 0x11 or op == 0x15:  # offset_extended_sf, val_offset_sf
-            reg, pos = uleb(d, pos)
-            off, pos = sleb(d, pos)
+            reg, pos = uleb(data, pos)
+            off, pos = sleb(data, pos)
             regs[reg] = (OFFSET if op == 0x11 else VAL_OFFSET, off * da)
         elif op == 0x2F:  # GNU_negative_offset_extended
-            reg, pos = uleb(d, pos)
-            off, pos = uleb(d, pos)
+            reg, pos = uleb(data, pos)
+            off, pos = uleb(data, pos)
             regs[reg] = (OFFSET, -off * da)
         elif op == 0x06:  # restore_extended
-            reg, pos = uleb(d, pos)
+            reg, pos = uleb(data, pos)
             _restore(regs, initial, reg)
         elif op == 0x07:  # undefined
-            reg, pos = uleb(d, pos)
+            reg, pos = uleb(data, pos)
             regs[reg] = (UNDEF, 0)
         elif op == 0x08:  # same_value
-            reg, pos = uleb(d, pos)
+            reg, pos = uleb(data, pos)
             regs[reg] = (SAME, 0)
         elif op == 0x09:  # register
-            reg, pos = uleb(d, pos)
-            reg2, pos = uleb(d, pos)
+            reg, pos = uleb(data, pos)
+            reg2, pos = uleb(data, pos)
             regs[reg] = (REGISTER, reg2)
         elif op == 0x0A:  # remember_state
             if len(stack) >= _MAX_STATE_STACK:
                 raise CfiError("state stack overflow")
-            stack.append((cfa, dict(regs)))
+            stack.append((kind, creg, coff, dict(regs)))
         elif op == 0x0B:  # restore_state: CFA rule too, as libgcc and elfutils do
             if not stack:
                 raise CfiError("state stack underflow")
-            cfa, regs = stack.pop()
+            kind, creg, coff, regs = stack.pop()
         elif op == 0x0C:  # def_cfa
-            reg, pos = uleb(d, pos)
-            off, pos = uleb(d, pos)
-            cfa = (CFA_REG, reg, off)
+            creg, pos = uleb(data, pos)
+            coff, pos = uleb(data, pos)
+            kind = CFA_REG
         elif op == 0x12:  # def_cfa_sf
-            reg, pos = uleb(d, pos)
-            off, pos = sleb(d, pos)
-            cfa = (CFA_REG, reg, off * da)
-        elif op == 0x0D:  # def_cfa_register
-            reg, pos = uleb(d, pos)
-            cfa = (CFA_REG, reg, cfa[2] if cfa[0] == CFA_REG else 0)
+            creg, pos = uleb(data, pos)
+            off, pos = sleb(data, pos)
+            coff = off * da
+            kind = CFA_REG
+        elif op == 0x0D:  # def_cfa_register (an expression rule's offset is 0)
+            creg, pos = uleb(data, pos)
+            kind = CFA_REG
         elif op == 0x0E:  # def_cfa_offset
-            off, pos = uleb(d, pos)
-            cfa = (CFA_REG, cfa[1] if cfa[0] == CFA_REG else 0, off)
+            b = d[pos]
+            if b < 0x80:
+                off = b
+                pos += 1
+            else:
+                off, pos = uleb(data, pos)
+            if kind != CFA_REG:
+                kind, creg = CFA_REG, 0
+            coff = off
         elif op == 0x13:  # def_cfa_offset_sf
-            off, pos = sleb(d, pos)
-            cfa = (CFA_REG, cfa[1] if cfa[0] == CFA_REG else 0, off * da)
+            off, pos = sleb(data, pos)
+            if kind != CFA_REG:
+                kind, creg = CFA_REG, 0
+            coff = off * da
         elif op == 0x0F:  # def_cfa_expression
-            n, pos = uleb(d, pos)
+            n, pos = uleb(data, pos)
             if pos + n > end:
                 raise CfiError("truncated expression")
-            cfa = (CFA_EXPR, bytes(d[pos:pos + n]), 0)
+            kind, creg, coff = CFA_EXPR, bytes(data[pos:pos + n]), 0
             pos += n
         elif op == 0x10 or op == 0x16:  # expression, val_expression
-            reg, pos = uleb(d, pos)
-            n, pos = uleb(d, pos)
+            reg, pos = uleb(data, pos)
+            n, pos = uleb(data, pos)
             if pos + n > end:
                 raise CfiError("truncated expression")
-            regs[reg] = (EXPR if op == 0x10 else VAL_EXPR, bytes(d[pos:pos + n]))
+            regs[reg] = (EXPR if op == 0x10 else VAL_EXPR, bytes(data[pos:pos + n]))
             pos += n
         elif op == 0x2E:  # GNU_args_size: no effect on the rules
-            _, pos = uleb(d, pos)
+            _, pos = uleb(data, pos)
         elif op == 0x2D:  # GNU_window_save / AArch64 negate_ra_state: no rule change
             pass
         else:
             raise CfiError(f"unknown CFA op {op:#x}")
+    else:
+        new = None
     if pos > end:
         raise CfiError("instruction overruns entry")
-    if out is not None:
-        out.append((loc, cfa, regs))
-    return cfa, regs
-
-
-def _snapshot(out: list | None, loc: int, cfa: tuple, regs: dict[int, tuple]) -> None:
-    """The row that ends at an advance of the location, unless the CIE's instructions run."""
-    if out is not None:
-        if len(out) >= _MAX_ROWS:
-            raise CfiError("too many rows")
-        # Rows that differ only in their CFA (a push or a pop) share one rules dict: the
-        # rows of every FDE a run asks for are kept (15 MB of dicts for cc1plus otherwise).
-        prev = out[-1][2] if out else None
-        out.append((loc, cfa, prev if prev == regs else dict(regs)))
+    return (kind, creg, coff), regs, loc, new
 
 
 def _restore(regs: dict[int, tuple], initial: dict[int, tuple] | None, reg: int) -> None:
@@ -531,27 +557,3 @@ def _restore(regs: dict[int, tuple], initial: dict[int, tuple] | None, reg: int)
         regs[reg] = initial[reg]
     else:
         regs.pop(reg, None)
-
-
-def _decode_fde(frames: _Frames, off: int) -> tuple[list[int], list[int], list, _Cie]:
-    """All rows of one FDE: (sorted row start addresses, their end addresses, their rules as
-    (cfa, regs) for Cfi._lookup to make the Row of, the CIE)."""
-    c, begin, stop, pos, end = frames.fde(off)
-    if c.initial is None:
-        ipos, iend = c.init
-        c.initial = _run(frames, c, ipos, iend, 0, (CFA_REG, 0, 0), {}, None, None)
-    cfa, regs = c.initial
-    snaps: list[tuple[int, tuple, dict]] = []
-    _run(frames, c, pos, end, begin, cfa, dict(regs), regs, snaps)
-    starts: list[int] = []
-    ends: list[int] = []
-    rows: list[tuple | Row] = []
-    for i, (loc, rcfa, rregs) in enumerate(snaps):
-        nxt = snaps[i + 1][0] if i + 1 < len(snaps) else stop
-        hi = min(nxt, stop)
-        if hi <= loc or (starts and loc < starts[-1]):
-            continue  # empty or out-of-order (set_loc backwards) row
-        starts.append(loc)
-        ends.append(hi)
-        rows.append((rcfa, rregs))
-    return starts, ends, rows, c
