@@ -19,11 +19,13 @@ cdef class _Cie:
 
 
 cdef class _Frames:
-    cdef public object vaddr, data, is_eh, e, addr_size, mask, starts
+    cdef public object vaddr, data, is_eh, addr_size, mask, starts
+    cdef const unsigned char[:] buf
+    cdef public bint little
     cdef public dict cies, fdes, rows
     cdef public list ends, offsets
 
-    cpdef object _u(self, str fmt, object pos)
+    cpdef object _uint(self, object pos, int size)
     cpdef tuple read_enc(self, object pos, object enc)
     cpdef tuple _header(self, object off)
     cpdef _Cie cie(self, object off)

@@ -19,9 +19,10 @@ UNDEF, SAME, OFFSET, VAL_OFFSET, REGISTER, EXPR, VAL_EXPR = range(7)
 # CFA rule kinds: Row.cfa is (CFA_REG, register, offset) or (CFA_EXPR, expression bytes, 0).
 CFA_REG, CFA_EXPR = 0, 1
 
-# DW_EH_PE value formats of a fixed size: (struct code, size); absptr and the LEB128s aside
-_FIXED_ENCODINGS = {0x02: ("H", 2), 0x03: ("I", 4), 0x04: ("Q", 8),  # udata2/4/8
-                    0x0A: ("h", 2), 0x0B: ("i", 4), 0x0C: ("q", 8)}  # sdata2/4/8
+# DW_EH_PE value formats of a fixed size: their sizes (0x08 set: signed); absptr and the
+# LEB128s aside
+_FIXED_ENCODINGS = {0x02: 2, 0x03: 4, 0x04: 8,  # udata2/4/8
+                    0x0A: 2, 0x0B: 4, 0x0C: 8}  # sdata2/4/8
 
 # Bounds against hostile input.
 _MAX_STATE_STACK = 64
@@ -70,8 +71,9 @@ class _Frames:
                  addr_size: int) -> None:
         self.vaddr = vaddr
         self.data = data
+        self.buf = data  # a C array when compiled
         self.is_eh = is_eh
-        self.e = "<" if little else ">"
+        self.little = little
         self.addr_size = addr_size
         self.mask = (1 << (8 * addr_size)) - 1
         self.cies: dict[int, _Cie] = {}
@@ -85,11 +87,11 @@ class _Frames:
 
     # ----------------------------------------------------------- primitives
 
-    def _u(self, fmt: str, pos: int) -> int:
-        try:
-            return struct.unpack_from(self.e + fmt, self.data, pos)[0]
-        except struct.error as e:
-            raise CfiError("truncated") from e
+    def _uint(self, pos: int, size: int) -> int:
+        """The unsigned number of `size` bytes at `pos`."""
+        if pos < 0 or pos + size > len(self.buf):
+            raise CfiError("truncated")
+        return uint_at(self.buf, pos, size, self.little)
 
     def read_enc(self, pos: int, enc: int) -> tuple[int | None, int]:
         """Decode a DW_EH_PE-encoded pointer at `pos` (section offset)."""
@@ -101,34 +103,37 @@ class _Frames:
             pos = (pos + self.addr_size - 1) & ~(self.addr_size - 1)
         start = pos
         if fmt == 0x00:  # absptr: the target's address size
-            value = self._u("Q" if self.addr_size == 8 else "I", pos)
+            value = self._uint(pos, self.addr_size)
             pos += self.addr_size
         elif fmt == 0x01:
             value, pos = uleb(self.data, pos)
         elif fmt == 0x09:
             value, pos = sleb(self.data, pos)
         else:
-            fixed = _FIXED_ENCODINGS.get(fmt)
-            if fixed is None:
+            size = _FIXED_ENCODINGS.get(fmt)
+            if size is None:
                 raise CfiError(f"pointer encoding {enc:#x}")
-            value, pos = self._u(fixed[0], pos), pos + fixed[1]
+            value = self._uint(pos, size)
+            if fmt & 0x08 and value >> (8 * size - 1):
+                value -= 1 << (8 * size)
+            pos += size
         if app == 0x10:  # pcrel
             value += self.vaddr + start
         return value & self.mask, pos
 
     def _header(self, off: int) -> tuple[int, int, int, int]:
         """(id value, position after id, end of entry, id size) of the entry at `off`."""
-        length = self._u("I", off)
+        length = self._uint(off, 4)
         pos = off + 4
         idsize = 4
         if length == 0xFFFFFFFF:
-            length = self._u("Q", pos)
+            length = self._uint(pos, 8)
             pos += 8
             idsize = 8
         end = pos + length
         if length == 0 or end > len(self.data):
             raise CfiError("bad entry length")
-        cid = self._u("I" if idsize == 4 else "Q", pos)
+        cid = self._uint(pos, idsize)
         return cid, pos, end, idsize
 
     def _is_cie(self, cid: int, idsize: int) -> bool:
@@ -214,9 +219,8 @@ class _Frames:
             size, pos = self.read_enc(pos, c.fde_enc & 0x0F)
         else:
             pos += c.seg_size
-            fmt = "Q" if c.addr_size == 8 else "I"
-            begin = self._u(fmt, pos)
-            size = self._u(fmt, pos + c.addr_size)
+            begin = self._uint(pos, c.addr_size)
+            size = self._uint(pos + c.addr_size, c.addr_size)
             pos += 2 * c.addr_size
         if c.aug_z:
             alen, pos = uleb(self.data, pos)
@@ -233,7 +237,7 @@ class _Frames:
         n = len(self.data)
         try:
             while off + 4 <= n:
-                if self._u("I", off) == 0:
+                if self._uint(off, 4) == 0:
                     if self.is_eh:
                         break  # terminator
                     off += 4
@@ -278,14 +282,14 @@ class _HdrTable:
         if len(data) < 4 or data[0] != 1:
             raise CfiError("unsupported .eh_frame_hdr")
         ptr_enc, count_enc, table_enc = data[1], data[2], data[3]
-        hdr = _Frames(vaddr, data, True, frames.e == "<", frames.addr_size)
+        hdr = _Frames(vaddr, data, True, frames.little, frames.addr_size)
         _, pos = hdr.read_enc(4, ptr_enc)
         count, pos = hdr.read_enc(pos, count_enc)
         width = self._WIDTHS.get(table_enc & 0x0F)
         if count is None or width is None or table_enc & 0x70 not in (0x00, 0x30):
             raise CfiError("unsupported table encoding")
         self.width = width
-        self.little = frames.e == "<"
+        self.little = frames.little
         # a signed field's sign bits above its width, OR-ed in: the sum with the base wraps
         # as Python's `& mask` of the signed value does
         self.sign = (_MASK64 ^ ((1 << (8 * width)) - 1)) if table_enc & 0x08 else 0
@@ -345,7 +349,7 @@ class Cfi:
                 if sec is not None:
                     try:
                         hdr = _HdrTable(sec[0], sec[1], eh)
-                    except (CfiError, IndexError, struct.error):
+                    except (CfiError, IndexError):
                         hdr = None
             sec = image.section(".debug_frame")
             if sec is None and getattr(image, "debug", None) is not None:
@@ -395,7 +399,7 @@ class Cfi:
                 c.initial = _run(frames, c, ipos, iend, 0, (CFA_REG, 0, 0), {}, None, None)[:2]
             cfa, regs = c.initial
             cfa, regs, lo, hi = _run(frames, c, pos, end, begin, cfa, dict(regs), regs, pc)
-        except (CfiError, IndexError, struct.error, ValueError):
+        except (CfiError, IndexError, OverflowError, ValueError):  # Overflow: a C position
             return None
         row = Row(cfa, regs, c.ra, c.signal, lo, stop if hi is None else min(hi, stop))
         if known is None:
@@ -416,8 +420,8 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
     instructions, `initial` None). Returns (cfa, regs, start of their row, the location the
     program advanced to past pc or None at the end of the program)."""
     data = frames.data
-    d = data  # a C array when compiled: the opcodes and one-byte operands
-    little = frames.e == "<"
+    d = frames.buf  # the opcodes and one-byte operands read in C
+    little = frames.little
     ca = c.code_align
     da = c.data_align
     # the CFA rule in locals, a tuple again at the end: most operations change its offset

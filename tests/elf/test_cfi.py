@@ -143,6 +143,59 @@ def test_debug_frame_v4_with_state_stack_and_args_size() -> None:
     assert cfi.row(0x1040) is None
 
 
+# An FDE whose rows remember and restore state, and restore a CIE rule, on both sides of
+# every row's end: (lo, hi, CFA offset from r31, rules) of each row.
+_STATE_CIE = bytes([0x0C, 31, 0, 0x80 | 29, 1])  # def_cfa r31+0; r29 at cfa-4
+_STATE_FDE = bytes([0x44,                           # advance 4
+                    0x0E, 16, 0x80 | 30, 2, 0x0A,   # cfa+16; r30 at cfa-8; remember
+                    0x44,
+                    0x0E, 32, 0x80 | 29, 4,         # cfa+32; r29 at cfa-16
+                    0x44,
+                    0xC0 | 29,                      # restore r29: the CIE's rule
+                    0x44,
+                    0x0B, 0x08, 30])                # restore_state; r30 same_value
+_STATE_ROWS = [(0x1000, 0x1004, 0, {29: (OFFSET, -4)}),
+               (0x1004, 0x1008, 16, {29: (OFFSET, -4), 30: (OFFSET, -8)}),
+               (0x1008, 0x100C, 32, {29: (OFFSET, -16), 30: (OFFSET, -8)}),
+               (0x100C, 0x1010, 32, {29: (OFFSET, -4), 30: (OFFSET, -8)}),
+               (0x1010, 0x1040, 16, {29: (OFFSET, -4), 30: (SAME, 0)})]  # to the FDE's end
+
+
+@pytest.mark.parametrize("order", ["forward", "backward", "shuffled"])
+def test_rows_run_to_the_asked_address_in_any_order(order: str) -> None:
+    """The program runs only up to the row covering an address, so each address sees the
+    state stack and the CIE's rules as a run through the whole FDE would; the rows found
+    before are reused, whichever address found them, and the last row ends with the FDE."""
+    data = _debug_frame(8, 30, _STATE_CIE, _STATE_FDE, 0x1000, 0x40)
+    cfi = Cfi.for_image(_FakeImage({".debug_frame": (0, data)}))
+    pcs = list(range(0x1000, 0x1040))
+    if order == "backward":
+        pcs.reverse()
+    elif order == "shuffled":
+        random.Random(3).shuffle(pcs)
+    seen = {}
+    for pc in pcs:
+        row = cfi.row(pc)
+        lo, hi, off, regs = next(r for r in _STATE_ROWS if r[0] <= pc < r[1])
+        assert (row.lo, row.hi, row.cfa, row.regs) == (lo, hi, (CFA_REG, 31, off), regs), hex(pc)
+        assert seen.setdefault(lo, row) is row
+    assert cfi.row(0x1040) is None
+
+
+def test_damage_past_the_asked_row_leaves_the_rows_before_it() -> None:
+    """Rows are made in address order, so an FDE damaged after a row (an unknown operation,
+    a set_loc backwards) still gives the rows before the damage, as libgcc and elfutils do."""
+    set_back = bytes([0x01]) + struct.pack("<Q", 0x1002)
+    for tail in (bytes([0x3F]), set_back):
+        ops = bytes([0x44, 0x0E, 16, 0x44]) + tail + bytes([0x0E, 8])
+        data = _debug_frame(8, 30, bytes([0x0C, 31, 0]), ops, 0x1000, 0x10)
+        cfi = Cfi.for_image(_FakeImage({".debug_frame": (0, data)}))
+        assert cfi.row(0x1009) is None
+        assert cfi.row(0x1001).cfa == (CFA_REG, 31, 0)
+        assert (cfi.row(0x1007).lo, cfi.row(0x1007).hi) == (0x1004, 0x1008)
+        assert cfi.row(0x1007).cfa == (CFA_REG, 31, 16)
+
+
 @pytest.mark.parametrize("cut", range(1, 40, 3))
 def test_truncated_tables_give_no_row(cut: int) -> None:
     data = _debug_frame(4, 14, bytes([0x0C, 13, 0]), bytes([0x44, 0x0E, 8, 0x8E, 1]), 0x100, 0x20)
