@@ -16,5 +16,5 @@ cdef class Step:
 
 cpdef object step_at(object module_at, object adj, object word)
 
-@cython.locals(st=Step, rules=tuple, saves=list)
+@cython.locals(st=Step, rules=list, saves=list, reads=bint, block=bint, i=Py_ssize_t)
 cpdef Step compile_step(object row, object word)

@@ -9,8 +9,6 @@ register saved at an offset from it - gets the C form the walk evaluates in C ar
 
 from __future__ import annotations
 
-from itertools import pairwise
-
 from ..elf.cfi import CFA_REG, EXPR, OFFSET, REGISTER, UNDEF, VAL_EXPR
 
 # DWARF registers the walk holds in C arrays: every architecture's sample registers and
@@ -61,19 +59,35 @@ def compile_step(row, word: int) -> Step:
     st = Step()
     rule = row.cfa
     st.cfa_reg, st.cfa_arg = (rule[1], rule[2]) if rule[0] == CFA_REG else (-1, rule[1])
-    st.rules = rules = tuple([(reg, kind, arg) for reg, (kind, arg) in row.regs.items()])
     st.ra = ra = row.ra
     st.signal = bool(row.signal)
     fits = 0 <= st.cfa_reg < NREG and -_MAX_OFFSET < st.cfa_arg < _MAX_OFFSET
     st.c_reg = st.cfa_reg if fits else -1
     st.c_off = st.cfa_arg if fits else 0
-    saves = sorted([(arg, reg) for reg, kind, arg in rules if kind == OFFSET])
-    st.block = bool(fits and saves and len(saves) == len(rules) and ra in row.regs
-                    and all([b[0] - a[0] >= word for a, b in pairwise(saves)])
-                    and saves[-1][0] - saves[0][0] < 1 << 16  # span: a C integer
-                    and all([0 <= reg < NREG and -_MAX_OFFSET < arg < _MAX_OFFSET
-                             for arg, reg in saves]))
-    if st.block:
+    # one pass over the rules, in row order: every row asked for is compiled (cc1plus: 6 k)
+    rules = []
+    saves = []  # (offset, register) of the offset rules the C path can hold
+    st.end = reads = False
+    for reg, (kind, arg) in row.regs.items():
+        rules.append((reg, kind, arg))
+        if kind == OFFSET and 0 <= reg < NREG and -_MAX_OFFSET < arg < _MAX_OFFSET:
+            saves.append((arg, reg))
+        elif kind == UNDEF and reg == ra and not reads:
+            st.end = st.cfa_reg >= 0
+        reads = reads or kind == OFFSET or kind == EXPR or kind == VAL_EXPR
+    st.rules = tuple(rules)
+    ra_rule = row.regs.get(ra)
+    st.ra_in_register = ra_rule is not None and ra_rule[0] == REGISTER
+    block = fits and 0 < len(saves) == len(rules) and ra_rule is not None
+    if block:
+        saves.sort()
+        for i in range(1, len(saves)):
+            if saves[i][0] - saves[i - 1][0] < word:
+                block = False
+                break
+        block = block and saves[-1][0] - saves[0][0] < 1 << 16  # span: a C integer
+    st.block = block
+    if block:
         # tuples: a program has up to ~10^5 rows, and a typed memoryview costs ~0.4 KB each
         st.saved = tuple([reg for _arg, reg in saves])
         st.args = tuple([arg for arg, _reg in saves])
@@ -84,13 +98,4 @@ def compile_step(row, word: int) -> Step:
     else:
         st.saved = st.args = ()
         st.nsaved = st.ra_i = st.first = st.span = 0
-    st.end = False
-    if st.cfa_reg >= 0:
-        for reg, kind, _arg in rules:
-            if kind == UNDEF and reg == ra:
-                st.end = True
-                break
-            if kind in (OFFSET, EXPR, VAL_EXPR):
-                break
-    st.ra_in_register = any([reg == ra and kind == REGISTER for reg, kind, _arg in rules])
     return st
