@@ -52,14 +52,12 @@ cdef class Cfi:
     cdef public dict _rows
 
     cpdef object row(self, object vaddr)
-    @cython.locals(c=_Cie, known=tuple, i=Py_ssize_t)
+    @cython.locals(c=_Cie, known=tuple, i=Py_ssize_t, stack=list)
     cpdef object _lookup(self, int which, _Frames frames, object pc)
 
 
-@cython.locals(op=int, hi2=int, pos=Py_ssize_t, end=Py_ssize_t, stack=list,
-               advances=Py_ssize_t, d="const unsigned char[:]", little=bint, kind=int,
-               b=int)
+@cython.locals(op=int, hi2=int, d="const unsigned char[:]", little=bint, kind=int, b=int)
 cpdef tuple _run(_Frames frames, _Cie c, Py_ssize_t pos, Py_ssize_t end, object loc, tuple cfa,
-                 dict regs, dict initial, object pc)
+                 dict regs, dict initial, object pc, list stack, Py_ssize_t advances)
 
 cpdef _restore(dict regs, dict initial, object reg)

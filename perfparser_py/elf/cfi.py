@@ -78,9 +78,9 @@ class _Frames:
         self.mask = (1 << (8 * addr_size)) - 1
         self.cies: dict[int, _Cie] = {}
         self.fdes: dict[int, tuple] = {}  # the FDEs asked for, by offset
-        # their rows found so far: (row starts, Rows), sorted; the rows of one FDE never
-        # overlap (its locations only grow)
-        self.rows: dict[int, tuple[list[int], list[Row]]] = {}
+        # their rows found so far: (row starts, Rows, _run's state after each row or None),
+        # sorted; the rows of one FDE never overlap (its locations only grow)
+        self.rows: dict[int, tuple[list[int], list[Row], list[tuple | None]]] = {}
         self.starts: list[int] | None = None  # sorted FDE pc_begin, built on demand
         self.ends: list[int] = []
         self.offsets: list[int] = []
@@ -385,40 +385,59 @@ class Cfi:
                 off = frames.find(pc)
             if off is None or off < 0:
                 return None
-            # the rows of this FDE found before: cc1plus's samples hit two addresses a row
+            # the rows of this FDE found before (cc1plus's samples hit two addresses a row),
+            # and where the program stood after the last one below pc
             known = frames.rows.get(off)
+            resume = None
             if known is not None:
                 i = bisect_right(known[0], pc) - 1
-                if i >= 0 and pc < known[1][i].hi:
-                    return known[1][i]
+                if i >= 0:
+                    if pc < known[1][i].hi:
+                        return known[1][i]
+                    resume = known[2][i]
             c, begin, stop, pos, end = frames.fde(off)
             if not begin <= pc < stop:
                 return None
             if c.initial is None:
                 ipos, iend = c.init
-                c.initial = _run(frames, c, ipos, iend, 0, (CFA_REG, 0, 0), {}, None, None)[:2]
-            cfa, regs = c.initial
-            cfa, regs, lo, hi = _run(frames, c, pos, end, begin, cfa, dict(regs), regs, pc)
+                c.initial = _run(frames, c, ipos, iend, 0, (CFA_REG, 0, 0), {}, None, None,
+                                 [], 0)[:2]
+            if resume is None:
+                cfa, regs = c.initial
+                regs, loc, stack, advances = dict(regs), begin, [], 0
+            else:
+                # the state after that row's end, as a run from the start has it there: a
+                # big function's program (cc1plus: 6 k rows) runs once, not once per row
+                cfa, regs = known[1][i].cfa, dict(known[1][i].regs)
+                pos, loc, advances, saved = resume
+                stack = list(saved)
+            cfa, regs, lo, hi, pos, advances = _run(frames, c, pos, end, loc, cfa, regs,
+                                                    c.initial[1], pc, stack, advances)
         except (CfiError, IndexError, OverflowError, ValueError):  # Overflow: a C position
             return None
         row = Row(cfa, regs, c.ra, c.signal, lo, stop if hi is None else min(hi, stop))
+        after = None if hi is None else (pos, hi, advances, tuple(stack))
         if known is None:
-            frames.rows[off] = ([lo], [row])
+            frames.rows[off] = ([lo], [row], [after])
         else:
             i = bisect_right(known[0], lo)
             known[0].insert(i, lo)
             known[1].insert(i, row)
+            known[2].insert(i, after)
         return row
 
 
 def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
-         regs: dict[int, tuple], initial: dict[int, tuple] | None,
-         pc: int | None) -> tuple[tuple, dict, int, int | None]:
+         regs: dict[int, tuple], initial: dict[int, tuple] | None, pc: int | None,
+         stack: list[tuple[int, object, int, dict]], advances: int
+         ) -> tuple[tuple, dict, int, int | None, int, int]:
     """Execute CFA instructions [pos, end) from location `loc` up to the row covering `pc`:
     rows are produced in address order (DWARF 5 §6.4.1), so the first advance of the location
     past pc ends it, as in libgcc and elfutils; to the end when pc is None (the CIE's initial
-    instructions, `initial` None). Returns (cfa, regs, start of their row, the location the
-    program advanced to past pc or None at the end of the program)."""
+    instructions, `initial` None). `stack` (the remembered states) and `advances` go on from
+    where an earlier run stopped. Returns (cfa, regs, start of their row, the location the
+    program advanced to past pc or None at the end of the program, the position after that
+    advance, the advances so far)."""
     data = frames.data
     d = frames.buf  # the opcodes and one-byte operands read in C
     little = frames.little
@@ -426,8 +445,6 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
     da = c.data_align
     # the CFA rule in locals, a tuple again at the end: most operations change its offset
     kind, creg, coff = cfa
-    stack: list[tuple[int, object, int, dict]] = []
-    advances = 0
     while pos < end:
         op = d[pos]
         pos += 1
@@ -502,7 +519,8 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
         elif op == 0x0B:  # restore_state: CFA rule too, as libgcc and elfutils do
             if not stack:
                 raise CfiError("state stack underflow")
-            kind, creg, coff, regs = stack.pop()
+            kind, creg, coff, saved = stack.pop()
+            regs = dict(saved)  # a stack entry stays as it was: a later run resumes with it
         elif op == 0x0C:  # def_cfa
             creg, pos = uleb(data, pos)
             coff, pos = uleb(data, pos)
@@ -553,7 +571,7 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
         new = None
     if pos > end:
         raise CfiError("instruction overruns entry")
-    return (kind, creg, coff), regs, loc, new
+    return (kind, creg, coff), regs, loc, new, pos, advances
 
 
 def _restore(regs: dict[int, tuple], initial: dict[int, tuple] | None, reg: int) -> None:
