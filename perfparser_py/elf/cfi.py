@@ -205,7 +205,7 @@ class _Frames:
 
     def fde(self, off: int) -> tuple[_Cie, int, int, int, int]:
         """(cie, pc_begin, pc_end, instructions start, end) of the FDE at `off`; kept for the
-        next address it covers (its rows run from the start again)."""
+        next address it covers."""
         found = self.fdes.get(off)
         if found is not None:
             return found
