@@ -90,7 +90,8 @@ def replayed(options, out) -> int | None:
     cache = _root(options)
     if cache is None:
         return None
-    entry = _read(_entry_path(cache.root, key), key)
+    path = _entry_path(cache.root, key)
+    entry = _read(path, key)
     if entry is None:
         return None
     stream, seen, err, code = entry
@@ -102,7 +103,7 @@ def replayed(options, out) -> int | None:
         sys.stderr.write(err.decode("utf-8", "replace"))  # what _ErrTee encoded
         sys.stderr.flush()
     try:
-        os.utime(_entry_path(cache.root, key))  # recently used: kept longest by trim()
+        os.utime(path)  # recently used: kept longest by trim()
     except OSError:
         pass
     return code
