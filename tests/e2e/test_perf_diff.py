@@ -354,7 +354,7 @@ VFORK_WORKLOAD = r"""
 __attribute__((noinline)) static int spawn(void)
 { pid_t p = vfork(); if (p == 0) _exit(0); int st; waitpid(p, &st, 0); return st; }
 int main(int argc, char **argv)
-{ int s = 0; for (int i = atoi(argv[1]); i > 0; i--) s += spawn(); return s; }
+{ int s = 0; for (int i = atoi(argv[1]); i > 0; i--) { s += spawn(); usleep(500); } return s; }
 """
 
 
@@ -366,9 +366,11 @@ def rec_vfork(tmp: Path):
     src.write_text(VFORK_WORKLOAD)
     exe = tmp / "vfork"
     _run(["gcc", "-O2", "-g", "-o", str(exe), str(src)])
-    # 1200 forks: a loaded machine lost a third of 600 samples (perf cannot drain its buffer)
+    # each sample copies 64 KiB of stack: a fast machine forks faster than perf drains its
+    # default 512 KiB buffer (CI kept 427 of 1200 samples), hence the pause and -m
     return _record(tmp / "vfork.data", DWARF, [str(exe), "1200"],
-                   rate=("-e", "sched:sched_process_fork", "-c", "1")), ["--app", str(tmp)]
+                   rate=("-m", "32M", "-e", "sched:sched_process_fork", "-c", "1")), \
+        ["--app", str(tmp)]
 
 
 def rec_static(tmp: Path):
