@@ -25,12 +25,14 @@ cdef class Symbolizer:
     cdef Py_ssize_t _memo_frames
     cdef public list memo_dependents
 
-    @cython.locals(state=ProcessSymbols, cache=dict)
+    @cython.locals(state=ProcessSymbols)
     cpdef object frame(self, object proc, object ip, object is_kernel)
-    @cython.locals(state=ProcessSymbols, chains=dict, ids=list)
+    @cython.locals(cache=dict)
+    cdef object _frame(self, ProcessSymbols state, object proc, object ip, object is_kernel)
+    @cython.locals(state=ProcessSymbols, kstate=ProcessSymbols, chains=dict, ids=list)
     cpdef list callchain(self, object proc, object kernel, object callchain, object ip,
                          object ip_is_user, object branch_stack)
-    @cython.locals(memo=dict, ids=list, packed=bint)
+    @cython.locals(state=ProcessSymbols, memo=dict, ids=list, packed=bint)
     cpdef list unwound(self, object proc, object addrs)
     cdef _memo_room(self, dict memo, Py_ssize_t frames)
     cdef object _resolve(self, object proc, object m, object ip, object is_kernel)

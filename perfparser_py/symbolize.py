@@ -112,6 +112,11 @@ class Symbolizer:
         state = proc.symbols
         if state is None or state.generation != proc.generation:
             state = process_symbols(proc)
+        return self._frame(state, proc, ip, is_kernel)
+
+    def _frame(self, state: ProcessSymbols, proc: Process, ip: int, is_kernel: bool) -> int:
+        """frame() with proc's slot as process_symbols() gave it for this sample: the stack
+        memos' misses pass it once for all their frames (a C call when compiled)."""
         cache = state.cache
         lid = cache.get(ip)
         if lid is not None:
@@ -141,14 +146,15 @@ class Symbolizer:
         resolving again would not, because every frame was resolved on the first miss."""
         state = process_symbols(proc)
         chains = state.chains
-        epoch = process_symbols(kernel).epoch
+        kstate = process_symbols(kernel)
+        epoch = kstate.epoch
         if state.kernel_epoch != epoch:
             chains.clear()
             state.kernel_epoch = epoch
         key = (callchain, ip, ip_is_user, branch_stack)
         ids = chains.get(key)
         if ids is None:
-            ids = [self.frame(kernel if k else proc, addr, k)
+            ids = [self._frame(kstate, kernel, addr, k) if k else self._frame(state, proc, addr, k)
                    for addr, k in callchain_frames(callchain, ip, ip_is_user, branch_stack)]
             self._memo_room(chains, len(callchain) + len(ids))
             chains[key] = ids
@@ -158,14 +164,15 @@ class Symbolizer:
         """Location ids of DWARF-unwound user addresses, memoized per process like callchain().
         `addrs` may come packed (array "Q" bytes: a split run's, parallel._Ahead.unwind), the
         key as it is: 8 bytes an address where a tuple of a sample's own ints holds 40."""
-        memo = process_symbols(proc).unwound
+        state = process_symbols(proc)
+        memo = state.unwound
         packed = type(addrs) is bytes
         key = addrs if packed else tuple(addrs)
         ids = memo.get(key)
         if ids is None:
             if packed:
                 addrs = array("Q", addrs)
-            ids = [self.frame(proc, addr, False) for addr in addrs]
+            ids = [self._frame(state, proc, addr, False) for addr in addrs]
             self._memo_room(memo, 2 * len(ids))
             memo[key] = ids
         return ids
