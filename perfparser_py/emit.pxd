@@ -1,8 +1,12 @@
 # C types of emit.py when compiled (setup.py); the .py stays the source of truth. The
-# symbolizer (symbolize.pxd) calls an Emitter's methods as C functions.
+# symbolizer (symbolize.pxd) calls an Emitter's methods as C functions, as they call their
+# StreamWriter's (writer.pxd).
+
+from perfparser_py.protocol.writer cimport StreamWriter
+
 
 cdef class Emitter:
-    cdef public object writer
+    cdef public StreamWriter writer
     cdef dict _strings, _locations
     cdef bytearray _state
     cdef public dict unnamed

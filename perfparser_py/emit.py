@@ -8,7 +8,8 @@ this module deals in Python values; only here do they become ids and messages.
 from __future__ import annotations
 
 from .perfdata.abi import TYPE_TRACEPOINT
-from .protocol import HAS_SYMBOL, NAMED, StreamWriter
+from .protocol import HAS_SYMBOL, NAMED
+from .protocol.writer import StreamWriter
 
 # Location key: (address, rel_addr, file, pid, line, column, module, scope). The parent is
 # not part of the key (PROTOCOL §4): a later resolve with another parent reuses the first id.
