@@ -5,16 +5,17 @@ messages hotspot lists and, at a terminal, as a summary on stderr (issue 22)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-
 from . import probes
+from .tuples import named_tuple
 UNMAPPED = "[unknown]"  # the "library" of addresses outside every mapping
 KERNEL_BINARY = "[kernel.kallsyms]"  # perf's name of the kernel's code
 REPORTED = 10  # libraries named in the report, most unresolved frames first
 PREFIX = "Unresolved frames: "  # of the report's Error messages
 
 
-@dataclass(frozen=True, slots=True)
+# named tuples, not dataclasses: every run imports this module, and a dataclass costs ~2-4 M
+# instructions of the start to make
+@named_tuple
 class Cause:
     """Why frames have no name, and what makes them resolve."""
 
@@ -66,7 +67,7 @@ def missing_sysroot(sysroot: str) -> str | None:
             "there (give the directory holding the recording machine's root file system)")
 
 
-@dataclass
+@named_tuple
 class Unresolved:
     """The unresolved frames of one library."""
 

@@ -5,13 +5,14 @@ dataclass with its precomputed sample decoding plan, and generated event names (
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import field, fields, make_dataclass
 from functools import cache
 from operator import itemgetter
 
 from construct import Check, Computed, Construct, Default, ExprAdapter, IfThenElse, Padding, Struct
 from construct import this
 
+from ..tuples import named_tuple
 from . import layout as lay
 from .abi import (
     ATTR_SIZE_VER0,
@@ -71,10 +72,11 @@ TRAILER_NAMES = ("pid", "tid", "time", "cpu")
 TAIL_NAMES = tuple(row[0] for row in lay.SAMPLE_TAIL)
 
 
-@dataclass(frozen=True, slots=True)
+@named_tuple
 class SamplePlan:
     """How to decode a SAMPLE of this attr and a sample_id trailer governed by it, made from
-    layout.py's tables once per attr."""
+    layout.py's tables once per attr. (A named tuple: a frozen dataclass cost ~4 M
+    instructions of every start to make.)"""
 
     prefix: struct.Struct
     prefix_index: tuple[int, ...]  # per PREFIX_NAMES

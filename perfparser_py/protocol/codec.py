@@ -10,7 +10,6 @@ from __future__ import annotations
 import struct
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import fields
 
 from ..tuples import TYPE_CHECKING
 from .schema import SCHEMA
@@ -299,8 +298,8 @@ def _pair_codec(a: _Codec | str, b: _Codec | str) -> _Codec | str:
 def _struct_codec(name: str) -> _Codec:
     cls = _STRUCT_CLASSES[name]
     names = [f["name"] for f in SCHEMA["structs"][name]["fields"]]
-    if names != [f.name for f in fields(cls)]:
-        raise RuntimeError(f"{name}: dataclass fields do not match protocol schema")
+    if names != list(cls._fields):
+        raise RuntimeError(f"{name}: the named tuple's fields do not match protocol schema")
     parts = [_as_codec(_codec(f["type"])) for f in SCHEMA["structs"][name]["fields"]]
 
     def enc(out: bytearray, v: Any) -> None:

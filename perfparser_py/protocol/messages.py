@@ -8,7 +8,7 @@ writer does not pay for creating them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, make_dataclass
+from dataclasses import dataclass, make_dataclass
 
 from .schema import SCHEMA
 from .values import Features
@@ -26,9 +26,9 @@ MESSAGE_CLASSES: dict[int, type] = {
     for m in SCHEMA["messages"]}
 globals().update((cls.__name__, cls) for cls in MESSAGE_CLASSES.values())
 # Features is written by hand (its defaults serve the writer): its fields must be the schema's
-if [f.name for f in fields(Features)] != next(
+if list(Features._fields) != next(
         [f["name"] for f in m["fields"]] for m in SCHEMA["messages"] if m["id"] == Features.TYPE):
-    raise RuntimeError("Features: dataclass fields do not match schema")
+    raise RuntimeError("Features: its fields do not match schema")
 
 
 @dataclass(slots=True)
