@@ -1,11 +1,11 @@
 """perf_event_attr: construct declaration (any size, both byte orders), the PerfEventAttr
-dataclass with its precomputed sample decoding plan, and generated event names (SEMANTICS §4.3).
+named tuple with its precomputed sample decoding plan, and generated event names (SEMANTICS §4.3).
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import field, fields, make_dataclass
+from collections import namedtuple
 from functools import cache
 from operator import itemgetter
 
@@ -128,16 +128,31 @@ class _Flag:
         return self if attr is None else bool(attr.flags & self.bit)
 
 
-class _AttrBehaviour:
-    """What PerfEventAttr adds to its fields: the flags by name, its plan, pickling."""
+_ATTR_FIELDS = tuple(name for name, _code in lay.ATTR)
 
-    __slots__ = ()
+
+class PerfEventAttr(namedtuple("PerfEventAttr", (*_ATTR_FIELDS, "big_endian"),
+                               defaults=(0,) * len(_ATTR_FIELDS) + (False,), module=__name__)):
+    """A decoded perf_event_attr: layout.ATTR's fields, 0 when not given (as when the attr is
+    too small to hold them), `flags` always in little-endian bit numbering; then big_endian;
+    and, not a field, the sample plan. A named tuple: a frozen dataclass of these fields cost
+    ~6 M instructions of every start to make."""
+
     freq = _Flag(FLAG_FREQ)
     sample_id_all = _Flag(FLAG_SAMPLE_ID_ALL)
     inherit = _Flag(FLAG_INHERIT)
     exclude_kernel = _Flag(FLAG_EXCLUDE_KERNEL)
     exclude_user = _Flag(FLAG_EXCLUDE_USER)
     context_switch = _Flag(FLAG_CONTEXT_SWITCH)
+
+    def __init__(self, *_fields, **_named) -> None:  # the fields are the tuple's (__new__)
+        self.plan = make_plan(self.sample_type, self.read_format, self.branch_sample_type,
+                              self.sample_regs_user, self.big_endian)
+
+    @classmethod
+    def _make(cls, iterable):
+        # namedtuple's makes the tuple alone (for _replace too): this one makes the plan
+        return cls(*iterable)
 
     @property
     def sample_freq(self) -> int:
@@ -149,25 +164,7 @@ class _AttrBehaviour:
 
     def __reduce__(self):
         # plan holds struct.Struct objects, which do not pickle: rebuilt from the fields
-        return PerfEventAttr, tuple(getattr(self, f.name) for f in fields(self) if f.init)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "plan", make_plan(
-            self.sample_type, self.read_format, self.branch_sample_type,
-            self.sample_regs_user, self.big_endian))
-
-
-_ATTR_FIELDS = tuple(name for name, _code in lay.ATTR)
-
-PerfEventAttr = make_dataclass(
-    "PerfEventAttr",
-    [*((name, int, 0) for name in _ATTR_FIELDS), ("big_endian", bool, False),
-     ("plan", SamplePlan, field(init=False, compare=False, repr=False))],
-    bases=(_AttrBehaviour,), frozen=True, slots=True, namespace={
-        "__module__": __name__,
-        "__doc__": "A decoded perf_event_attr: layout.ATTR's fields, 0 when not given (as when "
-                   "the attr is too small to hold them), `flags` always in little-endian bit "
-                   "numbering; then big_endian and the sample plan."})
+        return PerfEventAttr, tuple(self)
 
 
 def parse_attr(buf, offset: int, big_endian: bool) -> PerfEventAttr:

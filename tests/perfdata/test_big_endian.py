@@ -3,7 +3,6 @@ written here, independent of the grammar, and check they decode to the same reco
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 
 import pytest
@@ -154,7 +153,7 @@ def _normalized(events):
     out = []
     for e in events:
         if isinstance(e, RECORDS + (AttrEvent,)) and hasattr(e, "attr"):
-            e = e._replace(attr=dataclasses.replace(e.attr, big_endian=False))
+            e = e._replace(attr=e.attr._replace(big_endian=False))
         if isinstance(e, RECORDS + (AttrEvent,)):
             out.append(e)
     return out
