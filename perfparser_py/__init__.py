@@ -28,9 +28,10 @@ if _os.environ.get("PERFPARSER_PY_PURE") == "1":
 
 
 def compiled_core() -> bool:
-    """Whether the unwinder, the hottest of the compiled modules, runs compiled."""
+    """Whether the unwinder, the hottest of the compiled modules, runs compiled: the file
+    its import would load, found without importing it (the import was 9 M of the 48 M
+    instructions of --version)."""
     from importlib.machinery import EXTENSION_SUFFIXES
+    from importlib.util import find_spec
 
-    from .unwind import dwarf
-
-    return dwarf.__file__.endswith(tuple(EXTENSION_SUFFIXES))
+    return (find_spec(".unwind.dwarf", __name__).origin or "").endswith(tuple(EXTENSION_SUFFIXES))
