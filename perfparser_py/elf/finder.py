@@ -135,6 +135,7 @@ class ElfFinder:
         self._found: dict[bytes, tuple[str, ElfImage | None]] = {}
         self._vdsos: dict[bytes | None, tuple[str | None, ElfImage | None]] = {}
         self._images: dict[tuple[int, int, int, int], ElfImage | None] = {}
+        self._handed_out: set[ElfImage] = set()  # images _result gave (their debug search is set)
         self.debuginfod: DebuginfodClient | None = None
         if os.environ.get("DEBUGINFOD_URLS", "").strip():
             # its http/urllib/ssl imports cost ~15 ms of every start-up: only when configured
@@ -256,21 +257,32 @@ class ElfFinder:
     def _result(self, cand: str, recorded: str) -> tuple[str, ElfImage | None]:
         cand = normalize_path(cand)
         image = self._load(cand)
-        if image is not None and not image.debug_searched:
-            image.debug_searched = True
-            # Stripped files keep symbols and DWARF in a separate debug file.
-            if image.section(".symtab") is None or image.section(".debug_info") is None:
-                debug = self.find_debug(image, recorded)
-                if debug is not None:
-                    image.attach_debug(debug)
-            if self.cache is not None:
-                self._attach_record(image)
-            if self.prefetch and os.fsencode(recorded) in self.build_ids:
-                # perf lists the build ids of the files with samples: their DWARF will be read
+        if image is not None and image not in self._handed_out:
+            self._handed_out.add(image)
+            # perf lists the build ids of the files with samples: their DWARF will be read
+            listed = self.prefetch and os.fsencode(recorded) in self.build_ids
+            if listed or self.debuginfod is not None:
+                # a download reports its progress in the stream: it stays where it was
+                self._attach_debug(image, recorded)
+            else:
+                # looked for when the image is first read (ElfImage.debug): most files of a
+                # system-wide recording never get a sample
+                image.debug_search = lambda image: self._attach_debug(image, recorded)
+            if listed:
                 from .dwarf import prefetch_sections
 
                 prefetch_sections(image)
         return (cand, image)
+
+    def _attach_debug(self, image: ElfImage, recorded: str) -> None:
+        """Look for `image`'s debug file (stripped files keep symbols and DWARF in one) and
+        make its persistent cache record."""
+        if image.section(".symtab") is None or image.section(".debug_info") is None:
+            debug = self.find_debug(image, recorded)
+            if debug is not None:
+                image.attach_debug(debug)
+        if self.cache is not None:
+            self._attach_record(image)
 
     def _attach_record(self, image: ElfImage) -> None:
         """The persistent cache record of `image` with the debug file it uses now."""

@@ -39,6 +39,8 @@ from .plt import FallbackNames
 from .symtab import SymbolTable, enclosing_sized, name_at, sorted_table, table_rows
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..cache import CacheRecord
 
 PROT_WRITE = 2
@@ -83,8 +85,10 @@ class ElfImage(FallbackNames):
         self.path = path
         self._data = memoryview(data)
         self._map = data if isinstance(data, mmap.mmap) else None  # for _drop_pages
-        self.debug: ElfImage | None = None
-        self.debug_searched = False  # set by the finder once it looked for a debug file
+        self._debug: ElfImage | None = None
+        # the finder's search for the debug file (and the cache record that names it), run on
+        # first use of `debug` or `cache`: most mapped files never get a sample
+        self.debug_search: Callable[[ElfImage], None] | None = None
         self.build_id: bytes | None = None
         self.debuglink: tuple[str, int] | None = None
         self.segments: list[tuple[int, int, int, int]] = []
@@ -98,8 +102,30 @@ class ElfImage(FallbackNames):
         self._enclosing: list[int] | None = None  # symtab.enclosing_sized, on first need
         self._alloc: tuple[list[int], list[_Section]] | None = None
         self._plt: tuple[int, dict[int, str | tuple[int, int]], bytes] | None = None
-        self.cache: CacheRecord | None = None  # persistent record, set by the finder
+        self._cache: CacheRecord | None = None
         self._parse_headers()
+
+    @property
+    def debug(self) -> ElfImage | None:
+        """The separate debug file (attach_debug), None when there is none."""
+        if self.debug_search is not None:
+            self._search_debug()
+        return self._debug
+
+    @property
+    def cache(self) -> CacheRecord | None:
+        """The persistent cache record, set by the finder with the debug file it found."""
+        if self.debug_search is not None:
+            self._search_debug()
+        return self._cache
+
+    @cache.setter
+    def cache(self, record: CacheRecord | None) -> None:
+        self._cache = record
+
+    def _search_debug(self) -> None:
+        search, self.debug_search = self.debug_search, None
+        search(self)
 
     # ----------------------------------------------------------------- opening
 
@@ -398,7 +424,7 @@ class ElfImage(FallbackNames):
 
     def attach_debug(self, debug: ElfImage) -> None:
         """Use `debug` (a separate debug file) for symbols and debug sections from now on."""
-        self.debug = debug
+        self._debug = debug
         self._section_cache.clear()
         self._syms = None
         self._sym_answers.clear()

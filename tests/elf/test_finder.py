@@ -179,6 +179,32 @@ def test_build_id_debug_dir_for_corpus_libc(corpus_dir: Path) -> None:
     assert image.section(".eh_frame") is not None  # own copy (NOBITS in the debug file)
 
 
+@pytest.mark.parametrize("listed", [False, True])
+def test_debug_file_looked_for_on_first_use(corpus_dir: Path, listed: bool) -> None:
+    """A mapped file's debug file is looked for when its image is first read (most files of a
+    system-wide recording never get a sample); one perf lists with samples at once."""
+    from perfparser_py import probes
+
+    sysroot = corpus_dir / "sysroot"
+    libc = b"/usr/lib/x86_64-linux-gnu/libc.so.6"
+    bid = build_id(Path(str(sysroot) + os.fsdecode(libc)))
+    finder = ElfFinder("", [], str(sysroot), [str(sysroot / "usr/lib/debug")],
+                       {libc: bid} if listed else {})
+    finder.prefetch = True
+    debug_file = str(sysroot / "usr/lib/debug/.build-id" / bid.hex()[:2]
+                     / (bid.hex()[2:] + ".debug"))
+    probes.start()
+    try:
+        image = finder.find(libc)[1]
+        assert image is not None
+        assert (probes._STAT + debug_file in probes._seen) == listed
+        image.load_symbols()  # the first read
+        assert probes._STAT + debug_file in probes._seen
+        assert image.debug is not None and image.debug.path == debug_file
+    finally:
+        probes.taken()
+
+
 def test_normalize_path() -> None:
     assert normalize_path("//usr/lib/../lib/./x.so") == "/usr/lib/x.so"
     assert normalize_path("rel") == os.path.join(os.getcwd(), "rel")
