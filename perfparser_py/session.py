@@ -215,7 +215,8 @@ class AddressSpace:
             if old.end > end:
                 keep.append(old.piece(end, old.end))
             hi += 1
-        pieces = sorted([*keep, *new], key=lambda m: m.start)
+        # nothing cut (most mappings are placed over nothing): `new` is in order
+        pieces = sorted([*keep, *new], key=lambda m: m.start) if keep else new
         maps[lo:hi] = pieces
         starts[lo:hi] = [m.start for m in pieces]
 
@@ -366,12 +367,13 @@ class Session:
     def add_mapping(self, pid: int, mapping: Mapping) -> None:
         proc = self.process(pid)
         space = proc.space
-        if space.holds(mapping):
+        start, end = mapping.start, mapping.end
+        overlap = space.overlap(start, end)
+        if overlap != NOTHING and space.holds(mapping):  # one in place overlaps its range
             return
         if mapping.image is not None and proc.first_image is None:
             proc.first_image = mapping.image
-        start, end = mapping.start, mapping.end
-        proc.changed(start, end, space.overlap(start, end), mapping.image is not None)
+        proc.changed(start, end, overlap, mapping.image is not None)
         space.insert(mapping)
         self._changed(pid, proc)
 
