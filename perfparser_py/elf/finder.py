@@ -4,7 +4,9 @@
 a full recursive search of `--app` and each `--extra` directory, and finally the sysroot;
 candidates whose GNU build id differs from the recorded one are rejected. It attaches the
 separate debug file (`.build-id/xx/yyyy.debug`, `.gnu_debuglink` with CRC/build-id check,
-and as the last resort debuginfod, which also supplies a missing main file) and keeps one `ElfImage` per real file, shared by every recorded path that resolves to it.
+and as the last resort debuginfod, which also supplies a missing main file) when the image
+is first read, and keeps one `ElfImage` per real file, shared by every recorded path that
+resolves to it.
 """
 
 from __future__ import annotations
