@@ -140,8 +140,20 @@ class AddressSpace:
         maps = self._maps
         return bool(maps) and maps[0].start <= addr < maps[-1].end
 
+    def _index(self, addr: int) -> int:
+        """bisect.bisect_right(self._starts, addr) - 1: a C loop when compiled."""
+        starts = self._starts
+        lo, hi = 0, len(starts)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if addr < starts[mid]:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo - 1
+
     def find(self, addr: int) -> Mapping | None:
-        i = bisect.bisect_right(self._starts, addr) - 1
+        i = self._index(addr)
         if i >= 0:
             m = self._maps[i]
             if addr < m.end:
@@ -152,16 +164,18 @@ class AddressSpace:
         """(start, end, mapping) of the mapping holding `addr`, else of the gap around it
         (mapping None; the address space's ends bound the first and last gaps)."""
         maps = self._maps
-        i = bisect.bisect_right(self._starts, addr) - 1
-        if i >= 0 and addr < maps[i].end:
-            return maps[i].start, maps[i].end, maps[i]
+        i = self._index(addr)
+        if i >= 0:
+            m = maps[i]
+            if addr < m.end:
+                return m.start, m.end, m
         return (maps[i].end if i >= 0 else 0,
                 maps[i + 1].start if i + 1 < len(maps) else 1 << 64, None)
 
     def base_for(self, path: bytes, start: int, bias: int | None) -> int:
         """Start of the nearest pgoff-0 piece of the same module (file and bias) below
         `start`, else `start`. A piece of another placement of the file is not the base."""
-        i = bisect.bisect_right(self._starts, start) - 1
+        i = self._index(start)
         while i >= 0:
             m = self._maps[i]
             if m.path == path and m.pgoff == 0 and m.bias == bias:
@@ -173,7 +187,7 @@ class AddressSpace:
         """What overlaps [start, end): NOTHING, DATA (only mappings without an ELF image)
         or IMAGE."""
         maps = self._maps
-        i = max(bisect.bisect_right(self._starts, start) - 1, 0)
+        i = max(self._index(start), 0)
         found = NOTHING
         while i < len(maps) and maps[i].start < end:
             if maps[i].end > start:
@@ -203,7 +217,7 @@ class AddressSpace:
 
     def _replace(self, start: int, end: int, new: list[Mapping]) -> None:
         maps, starts = self._maps, self._starts
-        lo = bisect.bisect_right(starts, start) - 1
+        lo = self._index(start)
         if lo < 0 or maps[lo].end <= start:
             lo += 1
         hi = lo

@@ -43,7 +43,7 @@ def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: me
     """Returns (lookup addresses leaf first, first_guessed_index); see the module docstring.
 
     `regs` holds the sample's user registers packed in the order of the set bits of
-    `regs_mask`; `module_at(addr)` -> (image, bias, cfi) | None for a runtime address
+    `regs_mask`; `module_at.module(addr)` -> (image, bias, cfi) | None for a runtime address
     (runtime = vaddr + bias); `history` maps stack addresses to words seen in earlier samples
     and gets every word read from this stack copy. `steps` is the unwinder's per-process
     cache across calls (lookup address -> compiled CFI step); the caller must clear it
@@ -145,7 +145,7 @@ class _Walker(Memory):
             sp = regs[sp_reg]
             moved = tried = signal = False
             if step is None:
-                if self.guessed >= 0 and module_at(adj) is None:
+                if self.guessed >= 0 and module_at.module(adj) is None:
                     # a return address taken from another sample's words that lies in no
                     # module ([heap], [stack], nothing) is junk, not a caller: stop before it
                     break

@@ -4,6 +4,7 @@
 cimport cython
 
 from perfparser_py.unwind.history cimport History
+from perfparser_py.unwind.process cimport ModuleAt
 
 
 cdef class Memory:
@@ -12,13 +13,13 @@ cdef class Memory:
     cdef unsigned long long lo, avail, klo, khi, nlo, nhi, value
     cdef bint kernel
     cdef Py_ssize_t guessed
-    cdef object module_at
+    cdef ModuleAt module_at
     cdef const unsigned char[:] stack
     cdef History history
     cdef list frames
 
     @cython.locals(n=Py_ssize_t, lo="unsigned long long", room="unsigned long long")
-    cdef begin(self, object stack, bint has_sp, unsigned long long sp, object module_at,
+    cdef begin(self, object stack, bint has_sp, unsigned long long sp, ModuleAt module_at,
                History history, object kernel_range, list frames)
     # an unsigned position: its index needs no wrap-around test, only the bounds check
     @cython.locals(v="unsigned long long", b="unsigned long long", k=size_t)

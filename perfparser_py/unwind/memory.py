@@ -74,7 +74,7 @@ class Memory:
         if self.kernel and self.klo <= addr <= self.khi:
             return False
         if not self.nlo <= addr <= self.nhi:
-            mod = self.module_at(addr)
+            mod = self.module_at.module(addr)
             if mod is not None:
                 data = mod[0].read(addr - mod[1], self.word)
                 if data is None or len(data) != self.word:

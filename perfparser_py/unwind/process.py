@@ -1,8 +1,8 @@
 """The DWARF unwinder's per-process state (session.Process.unwind): the process's stack words
 seen in earlier samples, its module lookup and its compiled CFI steps.
 
-Compiled (DESIGN decision 11): the walk calls ModuleLookup for every frame and for stack words
-outside the sample's copy.
+Compiled (DESIGN decision 11): the walk calls ModuleLookup.module, a C call, for every frame and
+for stack words outside the sample's copy.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ class ModuleAt:
 
     __slots__ = ()
 
-    def __call__(self, addr: int) -> tuple[object, int, object] | None:
-        """(image, bias, CFI) of the module mapped at `addr`, None where none is."""
-        raise NotImplementedError
+    def module(self, addr: int) -> tuple[object, int, object] | None:
+        """(image, bias, CFI) of the module mapped at `addr`, None where none is: here what
+        the instance answers when called (a test's lookup function)."""
+        return self(addr)
 
     def no_image_span(self, addr: int) -> tuple[int, int] | None:
         """[start, end) around `addr` where every address answers None; None if that is
@@ -28,8 +29,8 @@ class ModuleAt:
 
 class ModuleLookup(ModuleAt):
     """The DWARF unwinder's view of one process's address space (unwind.dwarf's module_at):
-    runtime address -> (image, bias, CFI) | None, and where that answer is None around an
-    address, so that a walk reading many stack words outside its copy asks once."""
+    runtime address -> (image, bias, CFI) | None (`module`), and where that answer is None
+    around an address, so that a walk reading many stack words outside its copy asks once."""
 
     __slots__ = ("space", "cfis", "cfi_for")
 
@@ -38,8 +39,8 @@ class ModuleLookup(ModuleAt):
         self.cfis = cfis  # id(image) -> its Cfi | None, shared by the processes
         self.cfi_for = cfi_for
 
-    def __call__(self, pc: int):
-        m = self.space.find(pc)
+    def module(self, addr: int):
+        m = self.space.find(addr)
         if m is None or m.image is None:
             return None
         key = id(m.image)

@@ -2,6 +2,8 @@
 
 cimport cython
 
+from perfparser_py.unwind.process cimport ModuleAt
+
 # NREG stays a Python int here: unwind.dwarf imports it (into its C int)
 cdef object _MAX_OFFSET
 
@@ -14,7 +16,7 @@ cdef class Step:
     cdef tuple saved, args
 
 
-cpdef object step_at(object module_at, object adj, object word)
+cpdef object step_at(ModuleAt module_at, object adj, object word)
 
 @cython.locals(st=Step, rules=list, saves=list, reads=bint, block=bint, i=Py_ssize_t)
 cpdef Step compile_step(object row, object word)

@@ -22,7 +22,7 @@ _MAX_OFFSET = 1 << 62
 def step_at(module_at, adj: int, word: int) -> Step | None:
     """The compiled CFI step for lookup address `adj`, None where no CFI covers it;
     `module_at` as unwind.dwarf.unwind()'s."""
-    mod = module_at(adj)
+    mod = module_at.module(adj)
     if mod is None or mod[2] is None:
         return None
     row = mod[2].row(adj - mod[1])

@@ -1,0 +1,22 @@
+# C types of process.py when compiled (setup.py); the .py stays the source of truth. The walk
+# calls a module lookup (ModuleAt.module) as a C method; a test's Python lookup overrides it.
+
+cimport cython
+
+from perfparser_py.session cimport AddressSpace, Mapping
+
+
+cdef class ModuleAt:
+    cpdef object module(self, object addr)
+    cpdef object no_image_span(self, object addr)
+
+
+cdef class ModuleLookup(ModuleAt):
+    cdef public AddressSpace space
+    cdef public dict cfis
+    cdef public object cfi_for
+
+    @cython.locals(m=Mapping)
+    cpdef object module(self, object addr)
+    @cython.locals(m=Mapping)
+    cpdef object no_image_span(self, object addr)
