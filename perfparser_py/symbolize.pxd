@@ -1,10 +1,11 @@
 # C types of symbolize.py when compiled (setup.py); the .py stays the source of truth. The
-# per-frame path (frame, its memos and their budget) is C calls on C fields; a process and
-# its address space stay Python objects (session.py).
+# per-frame path (frame, its memos and their budget) is C calls on C fields; a process stays a
+# Python object, its address space's lookup a C call (session.pxd).
 
 cimport cython
 
 from perfparser_py.emit cimport Emitter
+from perfparser_py.session cimport AddressSpace, Mapping
 
 cdef class ProcessSymbols:
     cdef public dict cache, chains, unwound
@@ -27,7 +28,7 @@ cdef class Symbolizer:
 
     @cython.locals(state=ProcessSymbols)
     cpdef object frame(self, object proc, object ip, object is_kernel)
-    @cython.locals(cache=dict)
+    @cython.locals(cache=dict, space=AddressSpace, mapping=Mapping)
     cdef object _frame(self, ProcessSymbols state, object proc, object ip, object is_kernel)
     @cython.locals(state=ProcessSymbols, kstate=ProcessSymbols, chains=dict, ids=list)
     cpdef list callchain(self, object proc, object kernel, object callchain, object ip,

@@ -121,7 +121,8 @@ class Symbolizer:
         lid = cache.get(ip)
         if lid is not None:
             return lid
-        mapping = proc.space.find(ip)
+        space = proc.space  # typed when compiled: a C lookup (session.pxd)
+        mapping = space.find(ip)
         if mapping is None:
             unmapped = state.unmapped
             if len(unmapped) <= MAX_UNMAPPED:  # one more makes any change empty the slot
