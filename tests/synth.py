@@ -33,7 +33,7 @@ from perfparser_py.perfdata.abi import (
     SAMPLE_TID,
     SAMPLE_TIME,
 )
-from perfparser_py.perfdata.attr import attr_struct
+from perfparser_py.perfdata.declare import attr_struct
 from perfparser_py.perfdata.records import (
     body_struct,
     mmap2_struct,

@@ -1,6 +1,8 @@
-"""A run imports neither the debugger, pickle, traceback and hashlib (OpenSSL) modules that
-construct pulls in nor inspect (with ast, dis, tokenize), which construct and dataclasses pull
-in: perfparser_py.standins stands in for them (~13 ms of every start). What those
+"""A run of an ordinary recording does not import construct (its header, attrs and feature
+sections are read with struct: construct's import costs ~40 M instructions). Runs import
+neither the debugger, pickle, traceback and hashlib (OpenSSL) modules that construct pulls in
+nor inspect (with ast, dis, tokenize), which construct and dataclasses pull in:
+perfparser_py.standins stands in for them (~13 ms of a start). What those
 libraries use them for still works. Nor typing, whose NamedTuple compiled every field
 annotation (perfparser_py.tuples), unless a library needs it (zstandard, for compressed
 recordings). The DWARF unwinder and the tracepoint decoder are imported only by
@@ -13,8 +15,8 @@ from pathlib import Path
 import pytest
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-UNUSED = ("pdb", "bdb", "pickle", "traceback", "inspect", "ast", "dis", "tokenize", "hashlib",
-          "_hashlib")
+UNUSED = ("construct", "pdb", "bdb", "pickle", "traceback", "inspect", "ast", "dis", "tokenize",
+          "hashlib", "_hashlib")
 
 RUN = """
 import sys
@@ -25,9 +27,10 @@ print(code, sorted(m for m in {unused!r} if m in sys.modules))
 
 LIBRARIES = """
 import sys
-from perfparser_py.standins import import_run_libraries
+from perfparser_py.standins import import_construct, import_run_libraries
 import_run_libraries()
 import perfparser_py.perfdata, perfparser_py.protocol
+import_construct()
 import construct, construct.debug, dataclasses, pickle
 
 @dataclasses.dataclass
@@ -49,6 +52,16 @@ def test_run_imports_none_of_them(monkeypatch):
     done = subprocess.run([sys.executable, "-c", RUN.format(unused=UNUSED), str(_recording())],
                           capture_output=True, text=True, check=True)
     assert done.stdout.split(None, 1) == ["0", "[]\n"]
+
+
+def test_rare_records_import_construct_alone(monkeypatch):
+    """LOST_SAMPLES records are decoded with construct's declarations: imported then, without
+    the modules it imports for what the parser never uses."""
+    monkeypatch.setenv("PERFPARSER_PY_SPLIT", "0")
+    done = subprocess.run([sys.executable, "-c", RUN.format(unused=UNUSED),
+                           str(CORPUS / "recorded" / "lost" / "perf.data")],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout == "0 ['construct']\n"
 
 
 UNWINDER = ["perfparser_py.elf.cfi", "perfparser_py.unwind.arches", "perfparser_py.unwind.dwarf",

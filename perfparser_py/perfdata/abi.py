@@ -113,3 +113,23 @@ CONTEXT_MAX = 2**64 - 4095  # values above are context markers
 # MMAP2's prot (sys/mman.h)
 PROT_READ = 1
 PROT_EXEC = 4
+
+# feature bits of the file header (perf's header.h, HEADER_*; SEMANTICS §2.3)
+FEAT_TRACING_DATA = 1
+FEAT_BUILD_ID = 2
+FEAT_HOSTNAME = 3
+FEAT_OSRELEASE = 4
+FEAT_VERSION = 5
+FEAT_ARCH = 6
+FEAT_NRCPUS = 7
+FEAT_CPUDESC = 8
+FEAT_CPUID = 9
+FEAT_TOTAL_MEM = 10
+FEAT_CMDLINE = 11
+FEAT_EVENT_DESC = 12
+FEAT_CPU_TOPOLOGY = 13
+FEAT_NUMA_TOPOLOGY = 14
+FEAT_PMU_MAPPINGS = 16
+FEAT_GROUP_DESC = 17
+FEAT_DIR_FORMAT = 24  # perf.data directory (perf record --threads): u64 layout version
+FEAT_COMPRESSED = 27

@@ -1,16 +1,15 @@
-"""perf_event_attr: construct declaration (any size, both byte orders), the PerfEventAttr
-named tuple with its precomputed sample decoding plan, and generated event names (SEMANTICS §4.3).
+"""perf_event_attr: its reader (any size, both byte orders; the construct declaration is
+declare.attr_struct), the PerfEventAttr named tuple with its precomputed sample decoding plan,
+and generated event names (SEMANTICS §4.3).
 """
 
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
 from collections import namedtuple
 from functools import cache
 from operator import itemgetter
-
-from construct import Check, Computed, Construct, Default, ExprAdapter, IfThenElse, Padding, Struct
-from construct import this
 
 from ..tuples import named_tuple
 from . import layout as lay
@@ -31,7 +30,6 @@ from .abi import (
     TYPE_TRACEPOINT,
 )
 from .errors import DATA_ERROR, PerfDataError
-from .ints import ints
 
 
 def reverse_bits64(value: int) -> int:
@@ -39,31 +37,15 @@ def reverse_bits64(value: int) -> int:
     return int(f"{value:064b}"[::-1], 2)
 
 
+# where each of layout.ATTR's fields ends: an attr has those that end within its size
 _ATTR_AT = lay.offsets(lay.ATTR)
+_ATTR_ENDS = tuple(_ATTR_AT[name] + struct.calcsize("<" + code) for name, code in lay.ATTR)
 
 
 @cache
-def attr_struct(big_endian: bool) -> Construct:
-    """perf_event_attr of any size >= ATTR_SIZE_VER0 (layout.ATTR); fields beyond what we know
-    are skipped, fields past the attr's size read 0. It compiles (construct's compile(),
-    tested), but is not compiled here: the ~3 ms that takes at start-up is more than parsing a
-    file's few attrs costs."""
-    i = ints(big_endian)
-    subcons = []
-    consumed = ATTR_SIZE_VER0  # bytes the fields read occupy (fields are contiguous)
-    for name, code in lay.ATTR:
-        con = lay.field(code, i)
-        if name == "flags" and big_endian:
-            con = ExprAdapter(con, lambda v, _: reverse_bits64(v), lambda v, _: reverse_bits64(v))
-        width = con.sizeof()
-        end = _ATTR_AT[name] + width
-        if end > ATTR_SIZE_VER0:  # a field only an attr this large has (older/newer ABIs)
-            con = Default(IfThenElse(this.size >= end, con, Computed(0)), 0)
-            consumed = consumed + (this.size >= end) * width
-        subcons.append(name / con)
-        if name == "size":
-            subcons.append(Check(this.size >= ATTR_SIZE_VER0))
-    return Struct(*subcons, Padding(this.size - consumed))
+def _attr_unpack(big_endian: bool, nfields: int):
+    return struct.Struct((">" if big_endian else "<") +
+                         lay.struct_format(lay.ATTR[:nfields])).unpack_from
 
 
 # the sample values fast.py's decoders take, by index into the unpacked prefix and trailer
@@ -174,8 +156,12 @@ def parse_attr(buf, offset: int, big_endian: bool) -> PerfEventAttr:
     size = struct.unpack_from(">I" if big_endian else "<I", buf, offset + 4)[0]
     if size < ATTR_SIZE_VER0 or offset + size > len(buf):
         raise PerfDataError(f"Failed to read attributes: bad attr size {size}", DATA_ERROR)
-    c = attr_struct(big_endian).parse(bytes(buf[offset:offset + size]))
-    return PerfEventAttr(**{name: c[name] for name in _ATTR_FIELDS}, big_endian=big_endian)
+    nfields = bisect_right(_ATTR_ENDS, size)  # the fields missing read 0, those beyond skipped
+    values = list(_attr_unpack(big_endian, nfields)(buf, offset))
+    if big_endian:
+        flags = _ATTR_FIELDS.index("flags")
+        values[flags] = reverse_bits64(values[flags])
+    return PerfEventAttr(*values, *(0,) * (len(_ATTR_FIELDS) - nfields), big_endian)
 
 
 # perf's own names of an attr without one (tools/perf/util/evsel.c, evsel__name)

@@ -1,156 +1,18 @@
-"""Feature sections of file-mode perf.data (SEMANTICS §2.3): construct declarations and the
-HeaderFeatures tuple the reader makes from them."""
+"""Feature sections of file-mode perf.data (SEMANTICS §2.3): the reader of layout.FEATURES'
+rows and the HeaderFeatures tuple made from them. A section the reader finds out of the
+ordinary (cut short, a count too large for it...) is parsed again with its construct
+declaration (declare.py), whose error names what is wrong, so that the common run does not
+import construct."""
 
 from __future__ import annotations
 
 import struct
 import sys
-from functools import cache
-
-from construct import (
-    Bytes,
-    Construct,
-    ConstructError,
-    ExprAdapter,
-    GreedyRange,
-    ListContainer,
-    Struct,
-    this,
-)
-from construct.core import stream_read, stream_seek, stream_size, stream_tell, stream_write
 
 from ..tuples import named_tuple
 from . import header as h
-from .ints import ints
-
-FEAT_HOSTNAME = 3
-FEAT_OSRELEASE = 4
-FEAT_VERSION = 5
-FEAT_ARCH = 6
-FEAT_NRCPUS = 7
-FEAT_CPUDESC = 8
-FEAT_CPUID = 9
-FEAT_TOTAL_MEM = 10
-FEAT_CPU_TOPOLOGY = 13
-FEAT_NUMA_TOPOLOGY = 14
-FEAT_PMU_MAPPINGS = 16
-FEAT_GROUP_DESC = 17
-FEAT_DIR_FORMAT = 24  # perf.data directory (perf record --threads): u64 layout version
-
-
-def _string(i) -> Construct:
-    """u32 length + bytes, trailing NULs removed."""
-    raw = Struct("len" / i.u32, "data" / Bytes(this.len))
-    return ExprAdapter(raw, lambda obj, _: obj.data.rstrip(b"\0"), None)
-
-
-def _remaining(stream, path) -> int:
-    return stream_size(stream) - stream_tell(stream, path)
-
-
-class _Counted(Construct):
-    """An array whose count (a prefix, or a context field: this.nr) must fit the bytes left,
-    `least` bytes per element at least: a count of 2^32-1 in a small section fails at once
-    instead of parsing to the end of it."""
-
-    def __init__(self, count, element: Construct, least: int) -> None:
-        super().__init__()
-        self.count, self.element, self.least = count, element, least
-
-    def _parse(self, stream, context, path):
-        if isinstance(self.count, Construct):
-            n = self.count._parsereport(stream, context, path)
-        else:
-            n = self.count(context)
-        if n * self.least > _remaining(stream, path):
-            raise ConstructError(f"count {n} does not fit the section", path=path)
-        return ListContainer(self.element._parsereport(stream, context, path)
-                             for _ in range(n))
-
-    def _build(self, obj, stream, context, path):
-        if isinstance(self.count, Construct):
-            self.count._build(len(obj), stream, context, path)
-        for item in obj:
-            self.element._build(item, stream, context, path)
-        return obj
-
-
-class _Strings(Construct):
-    """A perf string list (u32 count, then u32 length + NUL-padded bytes each), decoded
-    directly: construct took 6 s per MB of empty strings (issue 24)."""
-
-    def __init__(self, big_endian: bool) -> None:
-        super().__init__()
-        self.u32 = struct.Struct(">I" if big_endian else "<I")
-
-    def _parse(self, stream, context, path):
-        data = stream_read(stream, _remaining(stream, path), path)
-        (n,), pos = self.u32.unpack_from(data, 0) if len(data) >= 4 else (0,), 4
-        if len(data) < 4 or n * 4 > len(data) - 4:
-            raise ConstructError(f"string count {n} does not fit the section", path=path)
-        unpack, out = self.u32.unpack_from, []
-        for _ in range(n):
-            if pos + 4 > len(data):
-                raise ConstructError("string list cut short", path=path)
-            (size,) = unpack(data, pos)
-            pos += 4 + size
-            if pos > len(data):
-                raise ConstructError("string runs past the section", path=path)
-            out.append(data[pos - size:pos].rstrip(b"\0"))
-        stream_seek(stream, pos - len(data), 1, path)  # what follows the list is not ours
-        return ListContainer(out)
-
-    def _build(self, obj, stream, context, path):
-        parts = [self.u32.pack(len(obj))]
-        for v in obj:
-            v += b"\0" * (-(len(v) + 1) % 8 + 1)
-            parts += (self.u32.pack(len(v)), v)
-        out = b"".join(parts)
-        stream_write(stream, out, len(out), path)
-        return obj
-
-
-@cache
-def feature_structs(big_endian: bool) -> dict[int, Construct]:
-    i = ints(big_endian)
-    s = _string(i)
-    strings = _Strings(big_endian)
-    return {
-        h.FEAT_BUILD_ID: GreedyRange(Struct(
-            "type" / i.u32, "misc" / i.u16, "size" / i.u16, "pid" / i.s32,
-            "build_id" / Bytes(20), "pad" / Bytes(4),
-            "filename" / ExprAdapter(Bytes(this.size - 36), lambda obj, _: obj.rstrip(b"\0"), None),
-        )),
-        FEAT_HOSTNAME: s,
-        FEAT_OSRELEASE: s,
-        FEAT_VERSION: s,
-        FEAT_ARCH: s,
-        FEAT_NRCPUS: Struct("online" / i.u32, "avail" / i.u32),
-        FEAT_CPUDESC: s,
-        FEAT_CPUID: s,
-        FEAT_TOTAL_MEM: i.u64,
-        h.FEAT_CMDLINE: strings,
-        h.FEAT_EVENT_DESC: Struct(
-            "nr" / i.u32,
-            "attr_size" / i.u32,
-            "events" / _Counted(this.nr, Struct(
-                "attr" / Bytes(this._.attr_size),
-                "nr_ids" / i.u32,
-                "name" / s,
-                "ids" / _Counted(this.nr_ids, i.u64, 8),
-            ), 8),
-        ),
-        FEAT_CPU_TOPOLOGY: Struct("cores" / strings, "threads" / strings),
-        FEAT_NUMA_TOPOLOGY: _Counted(i.u32, Struct(
-            "node" / i.u32, "mem_total" / i.u64, "mem_free" / i.u64, "cpus" / s), 24),
-        FEAT_PMU_MAPPINGS: _Counted(i.u32, Struct("type" / i.u32, "name" / s), 8),
-        FEAT_GROUP_DESC: _Counted(i.u32, Struct(
-            "name" / s, "leader_idx" / i.u32, "nr_members" / i.u32), 12),
-        FEAT_DIR_FORMAT: i.u64,
-        h.FEAT_COMPRESSED: Struct(
-            "version" / i.u32, "type" / i.u32, "level" / i.u32, "ratio" / i.u32,
-            "mmap_len" / i.u32),
-    }
+from . import layout as lay
+from .abi import FEAT_COMPRESSED, FEAT_TRACING_DATA
 
 
 @named_tuple
@@ -181,44 +43,134 @@ class HeaderFeatures:
     event_desc: tuple[tuple[bytes, bytes, tuple[int, ...]], ...] = ()
 
 
-_STRINGS = {FEAT_HOSTNAME: "hostname", FEAT_OSRELEASE: "osrelease", FEAT_VERSION: "version",
-            FEAT_ARCH: "arch", FEAT_CPUDESC: "cpudesc", FEAT_CPUID: "cpuid"}
+
+class _Odd(Exception):
+    """Bytes the reader leaves to the construct declaration to judge."""
+
+
+def _read(rows: tuple, data: bytes, pos: int, e: str, outer: dict) -> tuple[dict, int]:
+    """The values of rows read from data[pos:] (e: the struct byte order; outer: the values
+    of the enclosing table) and the position after them; _Odd where construct would fail."""
+    got: dict = {}
+    start, end = pos, len(data)
+    for name, code in rows:
+        if code == lay.STRING:
+            value, pos = _string(data, pos, e)
+        elif code == lay.STRINGS:
+            (n,) = _unpack(e + "I", data, pos)
+            if n * 4 > end - pos - 4:
+                raise _Odd
+            pos += 4
+            value = []
+            for _ in range(n):
+                s, pos = _string(data, pos, e)
+                value.append(s)
+        elif isinstance(code, lay.Items):
+            if code.count == lay.PREFIXED:
+                (n,) = _unpack(e + "I", data, pos)
+                pos += 4
+            else:
+                n = got[code.count] if code.count in got else outer[code.count]
+            if code.item == "s":
+                value, pos = _bytes(data, pos, n)
+            elif n * lay.least(code.item) > end - pos:
+                raise _Odd
+            elif isinstance(code.item, str):
+                value = list(_unpack(f"{e}{n}{code.item}", data, pos))
+                pos += n * struct.calcsize(e + code.item)
+            else:
+                value = []
+                for _ in range(n):
+                    item, pos = _read(code.item, data, pos, e, got)
+                    value.append(item)
+        elif isinstance(code, lay.Fill):
+            value, pos = _bytes(data, pos, got[code.size] - (pos - start))
+            value = value.rstrip(b"\0")
+        elif isinstance(code, lay.Repeated):
+            value = []
+            while True:  # construct's GreedyRange: up to the first item that does not fit
+                try:
+                    item, pos = _read(code.item, data, pos, e, got)
+                except _Odd:
+                    break
+                value.append(item)
+        else:
+            (value,) = _unpack(e + code, data, pos)
+            pos += struct.calcsize(e + code)
+        got[name] = value
+    return got, pos
+
+
+def _unpack(fmt: str, data: bytes, pos: int) -> tuple:
+    if pos + struct.calcsize(fmt) > len(data):
+        raise _Odd
+    return struct.unpack_from(fmt, data, pos)
+
+
+def _bytes(data: bytes, pos: int, n: int) -> tuple[bytes, int]:
+    if n < 0 or pos + n > len(data):
+        raise _Odd
+    return data[pos:pos + n], pos + n
+
+
+def _string(data: bytes, pos: int, e: str) -> tuple[bytes, int]:
+    (n,) = _unpack(e + "I", data, pos)
+    value, pos = _bytes(data, pos + 4, n)
+    return value.rstrip(b"\0"), pos
+
+
+def parse_feature(bit: int, data: bytes, big_endian: bool) -> dict:
+    """A feature section's values by row name (layout.FEATURES[bit]): read here, or by
+    construct when odd (then its errors are construct's)."""
+    rows = lay.FEATURES[bit]
+    try:
+        return _read(rows, data, 0, ">" if big_endian else "<", {})[0]
+    except _Odd:
+        from .declare import feature_structs
+
+        parsed = feature_structs(big_endian)[bit].parse(data)
+        return parsed if len(rows) > 1 else {rows[0][0]: parsed}
+
+
+def _frozen(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _picked(items, names: tuple[str, ...]) -> tuple:
+    return tuple(tuple(_frozen(item[name]) for name in names) for item in items)
+
+
+# the HeaderFeatures field of each value not named like it
+_FIELD_OF = {"online": "nrcpus_online", "avail": "nrcpus_avail", "cores": "sibling_cores",
+             "threads": "sibling_threads", "events": "event_desc"}
+# the HeaderFeatures fields that hold items: the names of the values they keep of each
+_KEPT = {
+    "build_ids": ("pid", "build_id", "filename"),
+    "event_desc": ("attr", "name", "ids"),
+    "numa_nodes": tuple(row[0] for row in lay.NUMA_NODE),
+    "pmu_mappings": tuple(row[0] for row in lay.PMU_MAPPING),
+    "group_descs": tuple(row[0] for row in lay.GROUP_DESC),
+}
+_FIELDS = frozenset(HeaderFeatures._fields)
 
 
 def _apply(f: dict, bit: int, v) -> None:
-    """Put the fields of feature `bit`'s parsed value `v` into f (HeaderFeatures' by name)."""
-    if bit in _STRINGS:
-        f[_STRINGS[bit]] = v
-    elif bit == h.FEAT_BUILD_ID:
-        f["build_ids"] = tuple((r.pid, r.build_id, r.filename) for r in v)
-    elif bit == FEAT_NRCPUS:
-        f["nrcpus_online"], f["nrcpus_avail"] = v.online, v.avail
-    elif bit == FEAT_TOTAL_MEM:
-        f["total_mem"] = v
-    elif bit == h.FEAT_CMDLINE:
-        f["cmdline"] = tuple(v)
-    elif bit == h.FEAT_EVENT_DESC:
-        f["event_desc"] = tuple((e.attr, e.name, tuple(e.ids)) for e in v.events)
-    elif bit == FEAT_CPU_TOPOLOGY:
-        f["sibling_cores"], f["sibling_threads"] = tuple(v.cores), tuple(v.threads)
-    elif bit == FEAT_NUMA_TOPOLOGY:
-        f["numa_nodes"] = tuple((n.node, n.mem_total, n.mem_free, n.cpus) for n in v)
-    elif bit == FEAT_PMU_MAPPINGS:
-        f["pmu_mappings"] = tuple((m.type, m.name) for m in v)
-    elif bit == FEAT_GROUP_DESC:
-        f["group_descs"] = tuple((g.name, g.leader_idx, g.nr_members) for g in v)
-    elif bit == FEAT_DIR_FORMAT:
-        f["dir_format"] = v
-    elif bit == h.FEAT_COMPRESSED:
-        f["compressed"] = (v.version, v.type, v.level, v.ratio, v.mmap_len)
+    """Put the values of feature `bit` (by row name) into f (HeaderFeatures' fields)."""
+    if bit == FEAT_COMPRESSED:
+        f["compressed"] = tuple(v[row[0]] for row in lay.FEATURES[bit])
+        return
+    for name, _code in lay.FEATURES[bit]:
+        field = _FIELD_OF.get(name, name)
+        if field in _KEPT:
+            f[field] = _picked(v[name], _KEPT[field])
+        elif field in _FIELDS:
+            f[field] = _frozen(v[name])
 
 
 def parse_features(buf, bits: list[int], table_offset: int, big_endian: bool) -> HeaderFeatures:
     """Read the feature sections whose descriptors start at table_offset. A feature that is
     missing or malformed only costs a warning, like upstream."""
     f: dict = {}
-    structs = feature_structs(big_endian)
-    sec = h.section_struct(big_endian)
     cut: list[int] = []  # features a file cut short lost: one warning names them all
     for n, bit in enumerate(bits):
         if bit > h.LAST_FEATURE:
@@ -230,19 +182,19 @@ def parse_features(buf, bits: list[int], table_offset: int, big_endian: bool) ->
             if table_offset <= len(buf):
                 cut.extend(b for b in bits[n:] if b <= h.LAST_FEATURE)
             break
-        s = sec.parse(bytes(buf[at:at + 16]))
-        if s.size == 0:
+        offset, size = h.section(buf, at, big_endian)
+        if size == 0:
             print(f"Feature announced in header but not present: {bit}", file=sys.stderr)
             continue
-        if s.offset + s.size > len(buf):
+        if offset + size > len(buf):
             cut.append(bit)
             continue
-        data = bytes(buf[s.offset:s.offset + s.size])
-        if bit == h.FEAT_TRACING_DATA:
+        data = bytes(buf[offset:offset + size])
+        if bit == FEAT_TRACING_DATA:
             f["tracing_data"] = data
-        elif bit in structs:
+        elif bit in lay.FEATURES:
             try:
-                _apply(f, bit, structs[bit].parse(data))
+                _apply(f, bit, parse_feature(bit, data, big_endian))
             except Exception as exc:  # construct's many error types: one bad feature is skipped
                 print(f"feature {bit} not properly read: {str(exc).splitlines()[0]}",
                       file=sys.stderr)

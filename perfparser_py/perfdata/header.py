@@ -1,54 +1,45 @@
-"""perf.data file header (both byte orders), pipe header, section descriptors (SEMANTICS §2)."""
+"""perf.data file header (both byte orders), pipe header, section descriptors (SEMANTICS §2),
+read with struct from layout.py's tables: their sizes are checked before, so nothing in them
+can fail to parse."""
 
 from __future__ import annotations
 
+import struct
 import sys
+from collections import namedtuple
 from functools import cache
 
-from construct import Array, Bytes, Construct, Struct
-
-from .ints import ints
+from . import layout as lay
+from .abi import FEAT_BUILD_ID, FEAT_CMDLINE, FEAT_HOSTNAME
 
 MAGIC_LE = b"PERFILE2"
 MAGIC_BE = b"2ELIFREP"
 PIPE_HEADER_SIZE = 16
 FILE_HEADER_SIZE = 104
 MAX_HEADER_SIZE = 2**31 - 1
-
-# feature bits (SEMANTICS §2.3)
-FEAT_TRACING_DATA = 1
-FEAT_BUILD_ID = 2
-FEAT_HOSTNAME = 3
-FEAT_CMDLINE = 11
-FEAT_EVENT_DESC = 12
-FEAT_COMPRESSED = 27
 LAST_FEATURE = 28  # bits above are not examined
 
-
-@cache
-def section_struct(big_endian: bool) -> Construct:
-    i = ints(big_endian)
-    return Struct("offset" / i.u64, "size" / i.u64)
+FileHeader = namedtuple("FileHeader", [row[0] for row in lay.FILE_HEADER])
 
 
 @cache
-def pipe_header_struct(big_endian: bool) -> Construct:
-    return Struct("magic" / Bytes(8), "size" / ints(big_endian).u64)
+def layout_struct(rows: tuple, big_endian: bool) -> struct.Struct:
+    """The struct.Struct of a table of fixed-size rows in this byte order."""
+    return struct.Struct((">" if big_endian else "<") + lay.struct_format(rows))
 
 
-@cache
-def file_header_struct(big_endian: bool) -> Construct:
-    i = ints(big_endian)
-    sec = section_struct(big_endian)
-    return Struct(
-        "magic" / Bytes(8),
-        "size" / i.u64,
-        "attr_size" / i.u64,
-        "attrs" / sec,
-        "data" / sec,
-        "event_types" / sec,
-        "features" / Array(4, i.u64),
-    )
+def section(buf, offset: int, big_endian: bool) -> tuple[int, int]:
+    """(offset, size) of the perf_file_section at buf[offset:offset + 16]."""
+    return layout_struct(lay.SECTION, big_endian).unpack_from(buf, offset)
+
+
+def pipe_header_size(head: bytes, big_endian: bool) -> int:
+    return layout_struct(lay.PIPE_HEADER, big_endian).unpack_from(head)[1]
+
+
+def file_header(buf, big_endian: bool) -> FileHeader:
+    """The perf_file_header at the start of buf (FILE_HEADER_SIZE bytes at least)."""
+    return FileHeader._make(layout_struct(lay.FILE_HEADER, big_endian).unpack_from(buf))
 
 
 def feature_bits(words: list[int], big_endian: bool) -> list[int]:

@@ -2,13 +2,14 @@
 kernel's names (linux/perf_event.h, perf's tools/lib/perf/include/perf/event.h).
 
 Everything that reads or writes these layouts is generated from the tables, once per byte
-order or per attr, never per record: the construct declarations (`declare`, used by records.py
-and attr.py, and by the tests to build bytes), and the struct formats and offsets of the hand
-decoders (`struct_format`, `offsets`, `unpacker`, used by fast.py and attr.SamplePlan).
+order or per attr, never per record: the construct declarations (declare.py, used by
+records.py, by the fallbacks of attr.py and features.py, and by the tests to build bytes), and
+the struct formats and offsets of the hand decoders (`struct_format`, `offsets`, `unpacker`,
+used by header.py, attr.py, features.py, fast.py and attr.SamplePlan).
 
 A row is (name, code) or (name, code, condition). code is a struct format code ("Q" u64, "I"
 u32, "i" s32, "H" u16, "B" u8, "Ns" N bytes), CSTRING, Items (an array), or (in SAMPLE_VARIABLE)
-a Part (a table of its own). condition: an int bit, the field is there only when the table's
+a Part (a table of its own); in the feature sections also STRING, STRINGS, Fill and Repeated. condition: an int bit, the field is there only when the table's
 flags (sample_type, or the Part's attr field) have it; or an earlier row's name, the field is
 there only when that row's value is not 0. A row named in RESERVED is skipped on parsing and
 written as zeros. Adding a sample field is adding its row (and, for a new Part, its event
@@ -20,22 +21,25 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Mapping
 
-from construct import (
-    Bytes,
-    Construct,
-    Default,
-    ExprAdapter,
-    GreedyBytes,
-    If,
-    Padding,
-    Prefixed,
-    PrefixedArray,
-    Struct,
-    this,
-)
-
 from ..tuples import named_tuple
 from .abi import (
+    FEAT_ARCH,
+    FEAT_BUILD_ID,
+    FEAT_CMDLINE,
+    FEAT_COMPRESSED,
+    FEAT_CPU_TOPOLOGY,
+    FEAT_CPUDESC,
+    FEAT_CPUID,
+    FEAT_DIR_FORMAT,
+    FEAT_EVENT_DESC,
+    FEAT_GROUP_DESC,
+    FEAT_HOSTNAME,
+    FEAT_NRCPUS,
+    FEAT_NUMA_TOPOLOGY,
+    FEAT_OSRELEASE,
+    FEAT_PMU_MAPPINGS,
+    FEAT_TOTAL_MEM,
+    FEAT_VERSION,
     FORMAT_GROUP,
     FORMAT_ID,
     FORMAT_LOST,
@@ -229,6 +233,83 @@ ATTR: tuple[Row, ...] = (
     ("aux_watermark", "I"), ("sample_max_stack", "H"),
 )
 
+# ---------------------------------------------------------------- file header
+
+SECTION: tuple[Row, ...] = (("offset", "Q"), ("size", "Q"))  # perf_file_section
+PIPE_HEADER: tuple[Row, ...] = (("magic", "8s"), ("size", "Q"))
+# perf_file_header: its three sections' fields as <section>_offset, <section>_size, and the
+# 256 feature bits as four words
+FILE_HEADER: tuple[Row, ...] = (
+    *PIPE_HEADER, ("attr_size", "Q"),
+    *((f"{section}_{name}", code) for section in ("attrs", "data", "event_types")
+      for name, code in SECTION),
+    *((f"features{n}", "Q") for n in range(4)),
+)
+
+# ---------------------------------------------------------------- feature sections
+# (perf's header.c write_* functions). Each is read from the start of its section; what
+# follows the rows is not looked at. Each value fills the HeaderFeatures field of its name
+# (features.py renames a few). A feature of one row is that row's construct alone, not a
+# Struct of it: construct's error messages name the path of the field they fail in.
+
+STRING = "string"  # u32 length, then that many bytes (do_write_string): NUL padding removed
+STRINGS = "strings"  # a u32 count, then that many STRINGs
+PREFIXED = "<a u32 before the items>"  # an Items' count that comes just before them
+
+
+@named_tuple
+class Fill:
+    """A row's code for the bytes up to the end of an item whose size (in bytes, from the
+    item's start) is the earlier row `size`; NUL padding removed."""
+
+    size: str
+
+
+@named_tuple
+class Repeated:
+    """A row's code for items (a table) back to back up to the first that does not fit."""
+
+    item: tuple
+
+
+# In the feature sections an Items' count (PREFIXED, or a row before it, in its table or the
+# one around it) must fit the bytes left at the item's `least` size: a count of 2^32-1 in a small
+# section fails at once instead of parsing to the end of it.
+BUILD_ID_ENTRY: tuple[Row, ...] = (  # perf_record_header_build_id
+    ("type", "I"), ("misc", "H"), ("size", "H"), ("pid", "i"), ("build_id", "20s"),
+    ("pad", "4s"), ("filename", Fill("size")),
+)
+EVENT_DESC_ENTRY: tuple[Row, ...] = (
+    ("attr", Items("s", "attr_size")), ("nr_ids", "I"), ("name", STRING),
+    ("ids", Items("Q", "nr_ids")),
+)
+NUMA_NODE: tuple[Row, ...] = (("node", "I"), ("mem_total", "Q"), ("mem_free", "Q"),
+                              ("cpus", STRING))
+PMU_MAPPING: tuple[Row, ...] = (("type", "I"), ("name", STRING))
+GROUP_DESC: tuple[Row, ...] = (("name", STRING), ("leader_idx", "I"), ("nr_members", "I"))
+
+FEATURES: dict[int, tuple[Row, ...]] = {
+    FEAT_BUILD_ID: (("build_ids", Repeated(BUILD_ID_ENTRY)),),
+    FEAT_HOSTNAME: (("hostname", STRING),),
+    FEAT_OSRELEASE: (("osrelease", STRING),),
+    FEAT_VERSION: (("version", STRING),),
+    FEAT_ARCH: (("arch", STRING),),
+    FEAT_NRCPUS: (("online", "I"), ("avail", "I")),
+    FEAT_CPUDESC: (("cpudesc", STRING),),
+    FEAT_CPUID: (("cpuid", STRING),),
+    FEAT_TOTAL_MEM: (("total_mem", "Q"),),
+    FEAT_CMDLINE: (("cmdline", STRINGS),),
+    FEAT_EVENT_DESC: (("nr", "I"), ("attr_size", "I"), ("events", Items(EVENT_DESC_ENTRY, "nr"))),
+    FEAT_CPU_TOPOLOGY: (("cores", STRINGS), ("threads", STRINGS)),
+    FEAT_NUMA_TOPOLOGY: (("numa_nodes", Items(NUMA_NODE, PREFIXED)),),
+    FEAT_PMU_MAPPINGS: (("pmu_mappings", Items(PMU_MAPPING, PREFIXED)),),
+    FEAT_GROUP_DESC: (("group_descs", Items(GROUP_DESC, PREFIXED)),),
+    FEAT_DIR_FORMAT: (("dir_format", "Q"),),
+    FEAT_COMPRESSED: (("version", "I"), ("type", "I"), ("level", "I"), ("ratio", "I"),
+                      ("mmap_len", "I")),
+}
+
+
 # ---------------------------------------------------------------- generated: struct
 
 
@@ -316,6 +397,15 @@ class PartPlan:
     item_at: dict[str, int]
 
 
+def least(code) -> int:
+    """The fewest bytes an item of this code (or table) takes in a feature section."""
+    if isinstance(code, tuple) and not isinstance(code, (Items, Fill, Repeated)):
+        return sum(least(row[1]) for row in code)
+    if code in (STRING, STRINGS):
+        return 4  # the length or count
+    return struct.calcsize("<" + code) if _is_fixed(code) else 0
+
+
 def part_plan(name: str, rows: tuple[Row, ...], endian: str) -> PartPlan:
     """The PartPlan of resolved rows: fixed rows, at most one Items row, fixed rows that
     depend on one head value (ValueError for another shape)."""
@@ -349,72 +439,3 @@ def part_plan(name: str, rows: tuple[Row, ...], endian: str) -> PartPlan:
     return PartPlan(name, head_st.unpack_from, head_st.size, count, given, words, when,
                     after_st.unpack_from, after_st.size,
                     -1 if after_when is None else head_at[after_when], head_at, item_at)
-
-
-# ---------------------------------------------------------------- generated: construct
-
-
-def _pad8(name: bytes) -> bytes:
-    name += b"\0"
-    return name + b"\0" * (-len(name) % 8)
-
-
-def cstring(con: Construct = GreedyBytes) -> Construct:
-    """Bytes up to the first NUL; built NUL-padded to 8 bytes, as perf writes names."""
-    return ExprAdapter(con, lambda obj, _: obj.split(b"\0", 1)[0], lambda obj, _: _pad8(obj))
-
-
-def field(code: str, i) -> Construct:
-    """The construct of one struct code (i: ints.ints of the byte order), or of CSTRING."""
-    if code == CSTRING:
-        return cstring()
-    if code.endswith("s"):
-        return Bytes(int(code[:-1]))
-    return {"Q": i.u64, "q": i.s64, "I": i.u32, "i": i.s32, "H": i.u16, "B": i.u8}[code]
-
-
-def items(code: Items, i) -> Construct:
-    """The construct of an Items code (i: ints.ints of the byte order)."""
-    count = code.count if isinstance(code.count, int) else this[code.count]
-    return Bytes(count) if code.item == "s" else _item(code.item, i)[count]
-
-
-def _item(item: str | tuple[Row, ...], i) -> Construct:
-    return field(item, i) if isinstance(item, str) else Struct(*declare(item, i))
-
-
-def declare(rows: Iterable[Row], i, flags: int = 0) -> list[Construct]:
-    """The construct subcons of `rows`: a row with a bit is If(flags has it), None when absent
-    and 0 by default when built; a row that needs an earlier row not 0 is If(that), None by
-    default; a reserved row is padding."""
-    subcons = []
-    for row in rows:
-        name, code = row[0], row[1]
-        if name in RESERVED:
-            con = Padding(struct.calcsize("<" + code))
-        else:
-            con = items(code, i) if isinstance(code, Items) else field(code, i)
-        if len(row) > 2 and isinstance(row[2], str):
-            con = Default(If(this[row[2]] != 0, con), None)
-        elif len(row) > 2:
-            con = If(flags & row[2], con)
-            if name not in RESERVED:
-                con = Default(con, 0)
-        subcons.append(con if name in RESERVED else name / con)
-    return subcons
-
-
-def declare_part(part: Part, attr_fields: Mapping[str, int], i) -> Construct:
-    """The construct of a Part for one attr (resolve's attr_fields): a Part of only a count
-    and its items is construct's PrefixedArray (bytes: Prefixed), built from the list (the
-    bytes) alone; any other, a Struct."""
-    rows = part.rows
-    if not part.other[1] and len(rows) == 2 and len(rows[1]) == 2 and \
-            isinstance(rows[1][1], Items) and rows[1][1].count == rows[0][0]:
-        count, item = field(rows[0][1], i), rows[1][1].item
-        if item == "s":
-            return Prefixed(count, GreedyBytes)
-        if isinstance(item, tuple):
-            item = _resolve(item, 0, attr_fields)
-        return PrefixedArray(count, _item(item, i))
-    return Struct(*declare(resolve(part, attr_fields), i))

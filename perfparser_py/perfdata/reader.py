@@ -9,13 +9,11 @@ import struct
 import sys
 from collections.abc import Iterator
 
-from construct import ConstructError
-
 from . import events as ev
 from . import header as h
-from . import records as r
 from .abi import (
     EVENT_UPDATE__NAME,
+    FEAT_EVENT_DESC,
     RECORD_COMPRESSED,
     RECORD_COMPRESSED2,
     RECORD_EVENT_UPDATE,
@@ -35,9 +33,10 @@ from .attr import PerfEventAttr, parse_attr
 from .compressed import ZstdStream, check_feature
 from .errors import DATA_ERROR, HEADER_ERROR, PerfDataError
 from .fast import make_decoders, trailer_for
-from .features import feature_structs, parse_features
+from .features import parse_feature, parse_features
 
-_MALFORMED = (struct.error, ValueError, IndexError, OverflowError, ConstructError)
+# a record's content errors; construct's too once records.py is in use (_records_module)
+_MALFORMED: tuple = (struct.error, ValueError, IndexError, OverflowError)
 _FINISHED_ROUND = ev.FinishedRoundEvent()
 _FINISHED_INIT = ev.FinishedInitEvent()
 _CONSTRUCT_DECODED = frozenset((RECORD_LOST_SAMPLES, RECORD_KSYMBOL, RECORD_TIME_CONV))
@@ -52,6 +51,18 @@ _RELEASE_EVERY = 1 << 19
 _F32 = struct.Struct("f")
 # header + u32 size of the tracing data that follows the record; newer perf pads it to 16
 _TRACING_DATA_SIZE = 12
+
+
+def _records_module():
+    """records.py, the rare records' construct declarations, imported on the first of them
+    (construct costs ~40 M instructions to import): from then on construct's errors are a
+    record's content errors too."""
+    global _MALFORMED
+    from . import records
+    from .declare import ConstructError
+
+    _MALFORMED = (struct.error, ValueError, IndexError, OverflowError, ConstructError)
+    return records
 
 
 def _f32(x: float) -> float:
@@ -139,7 +150,7 @@ class PerfReader:
                 raise _header_error("we don't support V1 perf data")
             raise _header_error(f"invalid magic: {magic!r}")
         self._set_byte_order(magic == h.MAGIC_BE)
-        size = h.pipe_header_struct(self.big_endian).parse(head).size
+        size = h.pipe_header_size(head, self.big_endian)
         if size < h.PIPE_HEADER_SIZE:
             raise _header_error("Header claims to be smaller than magic + size")
         if size > h.MAX_HEADER_SIZE:
@@ -164,17 +175,17 @@ class PerfReader:
         n = len(buf)
         if n < h.FILE_HEADER_SIZE:
             raise _header_error("File is too small for perf header.")
-        hdr = h.file_header_struct(self.big_endian).parse(bytes(buf[:h.FILE_HEADER_SIZE]))
+        hdr = h.file_header(buf, self.big_endian)
         if header_size > h.FILE_HEADER_SIZE:
             print("Header not completely read.", file=sys.stderr)
-        data_offset, data_size = hdr.data.offset, hdr.data.size
+        data_offset, data_size = hdr.data_offset, hdr.data_size
         # perf record writes the data size (and the feature sections after the data) when it
         # exits: 0 means it is still running or was killed. Like perf report, the records up
         # to the end of the file are read (there are no feature sections yet).
         unfinished = data_size == 0 and h.FILE_HEADER_SIZE <= data_offset < n
         data_end = data_offset + data_size
         truncated = data_end > n
-        if truncated and (data_offset >= n or hdr.attrs.offset + hdr.attrs.size > n):
+        if truncated and (data_offset >= n or hdr.attrs_offset + hdr.attrs_size > n):
             raise _header_error(f"{_TOO_SMALL} (data ends at {data_end}, file has {n} bytes)")
         try:
             yield from self._file_body(buf, hdr, truncated, unfinished, release)
@@ -186,12 +197,11 @@ class PerfReader:
             raise _header_error(f"{_TOO_SMALL} (data ends at {data_end}, file has {n} bytes)")
 
     def _attr_section(self, buf: memoryview, hdr) -> list[tuple[PerfEventAttr, tuple[int, ...]]]:
-        attr_size, off, size = hdr.attr_size, hdr.attrs.offset, hdr.attrs.size
+        attr_size, off, size = hdr.attr_size, hdr.attrs_offset, hdr.attrs_size
         if attr_size < 80:
             raise _data_error(f"Failed to read attributes: attr_size is {attr_size}")
         if off + size > len(buf):
             raise _data_error("Failed to read attributes: section lies outside the file")
-        sec = h.section_struct(self.big_endian)
         entries = []
         for k in range(size // attr_size):
             at = off + k * attr_size
@@ -199,8 +209,8 @@ class PerfReader:
             ids_at = at + attr.size
             if ids_at + 16 > len(buf):
                 raise _data_error("Failed to read attributes: id section outside the file")
-            ids = sec.parse(bytes(buf[ids_at:ids_at + 16]))
-            entries.append((attr, self._u64s(buf, ids.offset, ids.size)))
+            ids_offset, ids_size = h.section(buf, ids_at, self.big_endian)
+            entries.append((attr, self._u64s(buf, ids_offset, ids_size)))
         if not entries:
             raise _data_error("Failed to read attributes: the attribute section is empty")
         return entries
@@ -209,10 +219,11 @@ class PerfReader:
                    release) -> Iterator[object]:
         entries = self._attr_section(buf, hdr)
         self._set_global(entries[0][0])
-        data_offset, data_size = hdr.data.offset, hdr.data.size
+        data_offset, data_size = hdr.data_offset, hdr.data_size
         if unfinished:
             data_size = len(buf) - data_offset
-        bits = [] if unfinished else h.feature_bits(list(hdr.features), self.big_endian)
+        bits = [] if unfinished else h.feature_bits(
+            [hdr.features0, hdr.features1, hdr.features2, hdr.features3], self.big_endian)
         features = parse_features(buf, bits, data_offset + data_size, self.big_endian)
         check_feature(features.compressed)
         if features.compressed is not None:
@@ -443,7 +454,8 @@ class PerfReader:
 
     def _cold(self, buf, pos: int, end: int, rtype: int, misc: int, size: int):
         if rtype in _CONSTRUCT_DECODED:
-            yield r.decode_record(rtype, misc, size, bytes(buf[pos:end]), None, self._global)
+            yield _records_module().decode_record(rtype, misc, size, bytes(buf[pos:end]), None,
+                                                  self._global)
         elif rtype == RECORD_FINISHED_INIT:
             yield _FINISHED_INIT
         elif rtype == RECORD_HEADER_ATTR:
@@ -486,18 +498,17 @@ class PerfReader:
 
     def _feature_event_desc(self, buf, pos: int, end: int) -> None:
         """Pipe mode's EVENT_DESC feature (a HEADER_FEATURE record) names held attrs by id."""
-        if end - pos < 8 or self._dec.peek_u64(buf, pos) != h.FEAT_EVENT_DESC:
+        if end - pos < 8 or self._dec.peek_u64(buf, pos) != FEAT_EVENT_DESC:
             return
         try:
-            desc = feature_structs(self.big_endian)[h.FEAT_EVENT_DESC].parse(
-                bytes(buf[pos + 8:end]))
-        except _MALFORMED as exc:
+            desc = parse_feature(FEAT_EVENT_DESC, bytes(buf[pos + 8:end]), self.big_endian)
+        except Exception as exc:  # construct's many error types, as for file-mode features
             print(f"pipe-mode EVENT_DESC feature not read: {str(exc).splitlines()[0]}",
                   file=sys.stderr)
             return
-        for e in desc.events:
-            for i in e.ids:
-                self._name_held(i, e.name)
+        for e in desc["events"]:
+            for i in e["ids"]:
+                self._name_held(i, e["name"])
 
     def _decompress(self, payload) -> Iterator[object]:
         if self._zstd is None:

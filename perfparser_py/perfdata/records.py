@@ -1,16 +1,15 @@
 """Record grammar (SEMANTICS §3): the construct declarations of the record bodies we decode,
-of the sample and of the sample_id trailer, generated from layout.py's tables, and the
-construct-based decoding into events.
+of the sample and of the sample_id trailer, generated from layout.py's tables (declare.py),
+and the construct-based decoding into events.
 
-The reader uses these declarations for the rare records; fast.py hand-decodes the hot ones and
+The reader uses these declarations for the rare records (importing this module when it meets
+the first); fast.py hand-decodes the hot ones and
 tests/perfdata checks both agree on every corpus file. The tests build their records with them.
 """
 
 from __future__ import annotations
 
 from functools import cache
-
-from construct import Construct, Default, If, Optional, Struct
 
 from . import events as ev
 from . import layout as lay
@@ -36,6 +35,7 @@ from .abi import (
     SAMPLE_BRANCH_HW_INDEX,
 )
 from .attr import PerfEventAttr
+from .declare import Construct, Default, If, Optional, Struct, declare, declare_part
 from .ints import ints
 
 
@@ -43,12 +43,12 @@ from .ints import ints
 def body_struct(rtype: int, big_endian: bool) -> Construct:
     """The body of a record of layout.BODIES (after the 8-byte header, before any sample_id
     trailer)."""
-    return Struct(*lay.declare(lay.BODIES[rtype], ints(big_endian)))
+    return Struct(*declare(lay.BODIES[rtype], ints(big_endian)))
 
 
 @cache
 def mmap2_struct(big_endian: bool, with_build_id: bool) -> Construct:
-    return Struct(*lay.declare(lay.MMAP2_BUILD_ID if with_build_id else lay.MMAP2,
+    return Struct(*declare(lay.MMAP2_BUILD_ID if with_build_id else lay.MMAP2,
                                ints(big_endian)))
 
 
@@ -56,14 +56,14 @@ def mmap2_struct(big_endian: bool, with_build_id: bool) -> Construct:
 def time_conv_struct(big_endian: bool) -> Construct:
     """TIME_CONV (perf's own record: no sample_id trailer), with or without perf 5.10's part."""
     i = ints(big_endian)
-    return Struct(*lay.declare(lay.TIME_CONV, i),
-                  "extension" / Optional(Struct(*lay.declare(lay.TIME_CONV_EXT, i))))
+    return Struct(*declare(lay.TIME_CONV, i),
+                  "extension" / Optional(Struct(*declare(lay.TIME_CONV_EXT, i))))
 
 
 @cache
 def sample_id_struct(sample_type: int, big_endian: bool) -> Construct:
     """The sample_id trailer of non-sample records (global attr has sample_id_all)."""
-    return Struct(*lay.declare(lay.SAMPLE_ID, ints(big_endian), sample_type))
+    return Struct(*declare(lay.SAMPLE_ID, ints(big_endian), sample_type))
 
 
 @cache
@@ -77,11 +77,11 @@ def sample_struct(sample_type: int, read_format: int, nregs_user: int, hw_index:
     for name, code, bit in lay.SAMPLE_VARIABLE:
         if isinstance(code, lay.Part):
             # None by default when built: such a part must be given only when it is there
-            part = lay.declare_part(code, given, i)
+            part = declare_part(code, given, i)
             variable.append(name / Default(If(sample_type & bit, part), None))
         else:
-            variable.extend(lay.declare([(name, code, bit)], i, sample_type))
-    return Struct(*lay.declare(lay.SAMPLE_PREFIX, i, sample_type), *variable)
+            variable.extend(declare([(name, code, bit)], i, sample_type))
+    return Struct(*declare(lay.SAMPLE_PREFIX, i, sample_type), *variable)
 
 
 def sample_struct_of(attr: PerfEventAttr) -> Construct:

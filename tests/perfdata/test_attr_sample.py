@@ -12,7 +12,7 @@ from perfparser_py.perfdata.attr import parse_attr
 from perfparser_py.perfdata.events import ProgressEvent
 from perfparser_py.perfdata.fast import make_decoders
 from perfparser_py.perfdata.abi import RECORD_SAMPLE
-from perfparser_py.perfdata.attr import attr_struct
+from perfparser_py.perfdata.declare import attr_struct
 from perfparser_py.perfdata.records import decode_record, sample_struct_of
 from tests.perfdata.perfdata_corpus import CORPUS, read_file
 

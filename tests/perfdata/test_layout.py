@@ -15,7 +15,8 @@ from construct import Struct
 
 from perfparser_py.perfdata import abi, layout, reader
 from perfparser_py.perfdata.attr import PerfEventAttr
-from perfparser_py.perfdata.attr import attr_struct, parse_attr
+from perfparser_py.perfdata.attr import parse_attr
+from perfparser_py.perfdata.declare import attr_struct, declare
 from perfparser_py.perfdata.fast import Stacked, make_decoders
 from perfparser_py.perfdata.ints import ints
 from perfparser_py.perfdata.records import decode_record, sample_id_struct, sample_struct_of
@@ -130,7 +131,7 @@ def test_sample_id_trailer_is_read_where_the_declaration_writes_it(big_endian):
         trailer = sample_id_struct(st, big_endian).build(dict(
             pid=0x51, tid=0x52, time=0x53, id=0x54, stream_id=0x55, cpu=0x56, identifier=0x54))
         assert len(trailer) == attr.plan.trailer.size
-        comm = Struct(*layout.declare(layout.COMM, ints(big_endian)))
+        comm = Struct(*declare(layout.COMM, ints(big_endian)))
         body = comm.build(dict(pid=3, tid=4, comm=b"name")) + trailer
         size = 8 + len(body)
         fast = dec.comm(memoryview(body), 0, len(body), 0, size, (attr.plan.trailer,
