@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import subprocess
 import sys
 import tomllib
@@ -15,6 +16,7 @@ import pytest
 import zstandard
 
 from perfparser_py.dependencies import MINIMUM, release
+from perfparser_py.perfdata.abi import RECORD_LOST_SAMPLES
 from tests.synth import PipeWriter
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +48,8 @@ KERNEL_IP = 0xFFFFFFFF81000010
 
 def stream() -> bytes:
     """A pipe-mode stream that needs each library: records in a PERF_RECORD_COMPRESSED
-    (zstandard), a kernel sample whose symbols go through the persistent cache (lz4)."""
+    (zstandard), a kernel sample whose symbols go through the persistent cache (lz4), a
+    LOST_SAMPLES record, one of those decoded by their construct declarations."""
     inner = PipeWriter()
     inner.comm(10, 10, b"inner", 1)
     inner.sample(10, 10, 2, KERNEL_IP, kernel=True)
@@ -54,6 +57,7 @@ def stream() -> bytes:
     w.comm(10, 10, b"outer", 0)
     w.record(81, zstandard.ZstdCompressor().compress(inner.data()[len(w.data()):]),
              sample_id=False)
+    w.record(RECORD_LOST_SAMPLES, struct.pack("<Q", 1), 10, 10, 3)
     return w.data()
 
 
