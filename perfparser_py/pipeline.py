@@ -448,10 +448,12 @@ class Run:
         return code
 
     def done(self) -> None:
-        """The run is over: its handlers of events as read go. Some are this Run's methods, a
-        cycle that only the collector would free, and never in a process that runs main()
-        again after gc.freeze() (the fuzzer)."""
+        """The run is over: its handlers of events as read go, and the finder's pending
+        debug-file searches. Both are cycles (some handlers are this Run's methods) that only
+        the collector would free, and never in a process that runs main() again after
+        gc.freeze() (the fuzzer)."""
         self._on_read = None
+        self.finder.done()
 
     def salvage(self) -> None:
         """After an internal error (a bug of ours): write everything decoded before it. The

@@ -276,6 +276,14 @@ class ElfFinder:
                 prefetch_sections(image)
         return (cand, image)
 
+    def done(self) -> None:
+        """The run is over: the debug-file searches still pending go. Each holds this finder,
+        which holds its image: a cycle that would keep a run's images and their file
+        mappings until a full collection, never in a process that runs main() again after
+        gc.freeze() (the fuzzer's, which ran out of address space at ~8 MB a run)."""
+        for image in self._handed_out:
+            image.debug_search = None
+
     def _attach_debug(self, image: ElfImage, recorded: str) -> None:
         """Look for `image`'s debug file (stripped files keep symbols and DWARF in one) and
         make its persistent cache record."""

@@ -205,6 +205,30 @@ def test_debug_file_looked_for_on_first_use(corpus_dir: Path, listed: bool) -> N
         probes.taken()
 
 
+def test_images_go_with_their_run(corpus_dir: Path) -> None:
+    """Once the run is over (ElfFinder.done, from pipeline.Run.done) a run's images and their
+    file mappings go by reference counting alone: a pending debug search ties image and
+    finder into a cycle, which a process that runs main() again after gc.freeze() (the
+    fuzzer's) never frees."""
+    import gc
+    import weakref
+
+    sysroot = corpus_dir / "sysroot"
+    finder = ElfFinder("", [], str(sysroot), [str(sysroot / "usr/lib/debug")], {})
+    image = finder.find(b"/usr/lib/x86_64-linux-gnu/libc.so.6")[1]
+    assert image is not None and image.debug_search is not None  # not listed: pending
+    gone = weakref.ref(image)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        finder.done()
+        del finder, image
+        assert gone() is None
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def test_normalize_path() -> None:
     assert normalize_path("//usr/lib/../lib/./x.so") == "/usr/lib/x.so"
     assert normalize_path("rel") == os.path.join(os.getcwd(), "rel")
