@@ -1,5 +1,5 @@
 # C types of process.py when compiled (setup.py); the .py stays the source of truth. The walk
-# calls a module lookup (ModuleAt.module) as a C method; a test's Python lookup overrides it.
+# calls a module lookup (ModuleAt.module) as a C method; a Python subclass (a test's) overrides it.
 
 cimport cython
 

@@ -17,9 +17,8 @@ class ModuleAt:
     __slots__ = ()
 
     def module(self, addr: int) -> tuple[object, int, object] | None:
-        """(image, bias, CFI) of the module mapped at `addr`, None where none is: here what
-        the instance answers when called (a test's lookup function)."""
-        return self(addr)
+        """(image, bias, CFI) of the module mapped at `addr`, None where none is."""
+        raise NotImplementedError
 
     def no_image_span(self, addr: int) -> tuple[int, int] | None:
         """[start, end) around `addr` where every address answers None; None if that is

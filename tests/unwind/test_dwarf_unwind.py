@@ -38,7 +38,7 @@ class _Modules(ModuleAt):
     def __init__(self, find) -> None:
         self.find = find
 
-    def __call__(self, addr: int):
+    def module(self, addr: int):
         return self.find(addr)
 
 
@@ -74,7 +74,7 @@ def test_recorded_dwarf_case_unwinds_full_chain() -> None:
     module_at = _address_space("dwarf", "hotloop", mmaps)
 
     def name(addr: int) -> str | None:
-        mod = module_at(addr)
+        mod = module_at.module(addr)
         sym = mod[0].symbol_at(addr - mod[1]) if mod else None
         return sym[0] if sym else None
 
@@ -478,10 +478,10 @@ def test_words_outside_the_copy_ask_for_their_module_once_per_span() -> None:
     asked: list[int] = []
 
     class Spans(ModuleAt):
-        def __call__(self, addr: int):
+        def module(self, addr: int):
             if addr >= sp:
                 asked.append(addr)
-            return code(addr)
+            return code.module(addr)
 
         def no_image_span(self, addr: int):
             return (sp, sp + 0x10000) if sp <= addr < sp + 0x10000 else None
