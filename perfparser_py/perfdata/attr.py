@@ -8,7 +8,6 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 from collections import namedtuple
-from functools import cache
 from operator import itemgetter
 
 from ..tuples import named_tuple
@@ -40,12 +39,6 @@ def reverse_bits64(value: int) -> int:
 # where each of layout.ATTR's fields ends: an attr has those that end within its size
 _ATTR_AT = lay.offsets(lay.ATTR)
 _ATTR_ENDS = tuple(_ATTR_AT[name] + struct.calcsize("<" + code) for name, code in lay.ATTR)
-
-
-@cache
-def _attr_unpack(big_endian: bool, nfields: int):
-    return struct.Struct((">" if big_endian else "<") +
-                         lay.struct_format(lay.ATTR[:nfields])).unpack_from
 
 
 # the sample values fast.py's decoders take, by index into the unpacked prefix and trailer
@@ -157,7 +150,7 @@ def parse_attr(buf, offset: int, big_endian: bool) -> PerfEventAttr:
     if size < ATTR_SIZE_VER0 or offset + size > len(buf):
         raise PerfDataError(f"Failed to read attributes: bad attr size {size}", DATA_ERROR)
     nfields = bisect_right(_ATTR_ENDS, size)  # the fields missing read 0, those beyond skipped
-    values = list(_attr_unpack(big_endian, nfields)(buf, offset))
+    values = list(lay.layout_struct(lay.ATTR[:nfields], big_endian).unpack_from(buf, offset))
     if big_endian:
         flags = _ATTR_FIELDS.index("flags")
         values[flags] = reverse_bits64(values[flags])

@@ -4,10 +4,8 @@ can fail to parse."""
 
 from __future__ import annotations
 
-import struct
 import sys
 from collections import namedtuple
-from functools import cache
 
 from . import layout as lay
 from .abi import FEAT_BUILD_ID, FEAT_CMDLINE, FEAT_HOSTNAME
@@ -22,24 +20,18 @@ LAST_FEATURE = 28  # bits above are not examined
 FileHeader = namedtuple("FileHeader", [row[0] for row in lay.FILE_HEADER])
 
 
-@cache
-def layout_struct(rows: tuple, big_endian: bool) -> struct.Struct:
-    """The struct.Struct of a table of fixed-size rows in this byte order."""
-    return struct.Struct((">" if big_endian else "<") + lay.struct_format(rows))
-
-
 def section(buf, offset: int, big_endian: bool) -> tuple[int, int]:
     """(offset, size) of the perf_file_section at buf[offset:offset + 16]."""
-    return layout_struct(lay.SECTION, big_endian).unpack_from(buf, offset)
+    return lay.layout_struct(lay.SECTION, big_endian).unpack_from(buf, offset)
 
 
 def pipe_header_size(head: bytes, big_endian: bool) -> int:
-    return layout_struct(lay.PIPE_HEADER, big_endian).unpack_from(head)[1]
+    return lay.layout_struct(lay.PIPE_HEADER, big_endian).unpack_from(head)[1]
 
 
 def file_header(buf, big_endian: bool) -> FileHeader:
     """The perf_file_header at the start of buf (FILE_HEADER_SIZE bytes at least)."""
-    return FileHeader._make(layout_struct(lay.FILE_HEADER, big_endian).unpack_from(buf))
+    return FileHeader._make(lay.layout_struct(lay.FILE_HEADER, big_endian).unpack_from(buf))
 
 
 def feature_bits(words: list[int], big_endian: bool) -> list[int]:

@@ -4,12 +4,13 @@ kernel's names (linux/perf_event.h, perf's tools/lib/perf/include/perf/event.h).
 Everything that reads or writes these layouts is generated from the tables, once per byte
 order or per attr, never per record: the construct declarations (declare.py, used by
 records.py, by the fallbacks of attr.py and features.py, and by the tests to build bytes), and
-the struct formats and offsets of the hand decoders (`struct_format`, `offsets`, `unpacker`,
-used by header.py, attr.py, features.py, fast.py and attr.SamplePlan).
+the struct formats and offsets of the hand decoders (`struct_format`, `layout_struct`,
+`offsets`, `unpacker`, used by header.py, attr.py, features.py, fast.py and attr.SamplePlan).
 
 A row is (name, code) or (name, code, condition). code is a struct format code ("Q" u64, "I"
 u32, "i" s32, "H" u16, "B" u8, "Ns" N bytes), CSTRING, Items (an array), or (in SAMPLE_VARIABLE)
-a Part (a table of its own); in the feature sections also STRING, STRINGS, Fill and Repeated. condition: an int bit, the field is there only when the table's
+a Part (a table of its own); in the feature sections also STRING, STRINGS, Fill and Repeated.
+condition: an int bit, the field is there only when the table's
 flags (sample_type, or the Part's attr field) have it; or an earlier row's name, the field is
 there only when that row's value is not 0. A row named in RESERVED is skipped on parsing and
 written as zeros. Adding a sample field is adding its row (and, for a new Part, its event
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping
+from functools import cache
 
 from ..tuples import named_tuple
 from .abi import (
@@ -326,6 +328,12 @@ def struct_format(rows: Iterable[Row]) -> str:
             break
         codes += row[1]
     return codes
+
+
+@cache
+def layout_struct(rows: tuple[Row, ...], big_endian: bool) -> struct.Struct:
+    """The struct.Struct of a table's fixed-size rows (struct_format) in this byte order."""
+    return struct.Struct((">" if big_endian else "<") + struct_format(rows))
 
 
 def offsets(rows: Iterable[Row]) -> dict[str, int]:
