@@ -286,9 +286,6 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
             from .kernel.worker import KallsymsWorker
 
             worker = KallsymsWorker.start(likely_path(options.kallsyms, options.sysroot))
-        from .standins import import_run_libraries
-
-        import_run_libraries()  # before the run's modules import them whole
         if options.input is not None and not options.print_stats:
             from .saved_stream import is_saved_stream
 

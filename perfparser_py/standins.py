@@ -1,14 +1,12 @@
 """Importing a library without the modules it imports up front for features the parser never
 uses: each such module is stood in for by a placeholder that imports the real one on first use.
 
-Every run imports dataclasses; the runs that meet a rare record or odd header bytes import
-construct (perfdata/declare.py). construct imports pdb (with bdb, cmd, code, glob,
+The runs that meet a rare record or odd header bytes import construct (perfdata/declare.py).
+construct imports pdb (with bdb, cmd, code, glob,
 pprint), traceback (with textwrap), pickle and inspect (with ast, dis, tokenize) for its
 Debugger and Pickled field, and hashlib (which loads OpenSSL's libcrypto, ~3 ms) for
-Checksum and compile(); dataclasses imports inspect to write a docstring for classes that
-have none (ours on the run path all have one). Together ~13 ms of a start, ~7 % of a
-10k-sample file. The command line imports dataclasses through `import_run_libraries` before the
-run's modules; perfdata/declare.py, the one module that imports construct, imports it through
+Checksum and compile(). Together ~13 ms of a start, ~7 % of a 10k-sample file.
+perfdata/declare.py, the one module that imports construct, imports it through
 `import_construct`.
 """
 
@@ -44,15 +42,8 @@ def import_without(module: str, unused: tuple[str, ...]) -> None:
                 del sys.modules[name]
 
 
-# library -> the modules it imports up front that a run never uses
-RUN_LIBRARIES = {"dataclasses": ("inspect",)}
+# the modules construct imports up front that a run never uses
 CONSTRUCT_UNUSED = ("pdb", "pickle", "traceback", "inspect", "hashlib")
-
-
-def import_run_libraries() -> None:
-    """Import the libraries every run needs without their unused modules."""
-    for module, unused in RUN_LIBRARIES.items():
-        import_without(module, unused)
 
 
 def import_construct() -> None:

@@ -1,8 +1,8 @@
 """A run of an ordinary recording does not import construct (its header, attrs and feature
 sections are read with struct: construct's import costs ~40 M instructions). Runs import
 neither the debugger, pickle, traceback and hashlib (OpenSSL) modules that construct pulls in
-nor inspect (with ast, dis, tokenize), which construct and dataclasses pull in:
-perfparser_py.standins stands in for them (~13 ms of a start). What those
+nor inspect (with ast, dis, tokenize), which construct pulls in: perfparser_py.standins
+stands in for them (~13 ms of a start). Nor dataclasses, which imports inspect. What those
 libraries use them for still works. Nor typing, whose NamedTuple compiled every field
 annotation (perfparser_py.tuples), unless a library needs it (zstandard, for compressed
 recordings). The DWARF unwinder and the tracepoint decoder are imported only by
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-UNUSED = ("construct", "pdb", "bdb", "pickle", "traceback", "inspect", "ast", "dis", "tokenize",
+UNUSED = ("construct", "dataclasses", "pdb", "bdb", "pickle", "traceback", "inspect", "ast", "dis", "tokenize",
           "hashlib", "_hashlib")
 
 RUN = """
@@ -27,8 +27,7 @@ print(code, sorted(m for m in {unused!r} if m in sys.modules))
 
 LIBRARIES = """
 import sys
-from perfparser_py.standins import import_construct, import_run_libraries
-import_run_libraries()
+from perfparser_py.standins import import_construct
 import perfparser_py.perfdata, perfparser_py.protocol
 import_construct()
 import construct, construct.debug, dataclasses, pickle
