@@ -8,9 +8,9 @@ cdef unsigned long long _MULT, _MASK64
 cdef class History:
     cdef public int bits
     cdef public Py_ssize_t count
-    cdef unsigned long long[:] keys
-    cdef unsigned long long[:] values
-    cdef unsigned char[:] used
+    cdef unsigned long long[::1] keys  # arrays and a bytearray: contiguous
+    cdef unsigned long long[::1] values
+    cdef unsigned char[::1] used
     cdef public unsigned long long found
 
     cdef _alloc(self, int bits)
@@ -19,8 +19,8 @@ cdef class History:
     cdef size_t _slot(self, unsigned long long addr)
     @cython.locals(i=size_t)
     cpdef put(self, unsigned long long addr, unsigned long long value)
-    @cython.locals(j=Py_ssize_t, keys="unsigned long long[:]", values="unsigned long long[:]",
-                   used="unsigned char[:]")
+    @cython.locals(j=Py_ssize_t, keys="unsigned long long[::1]", values="unsigned long long[::1]",
+                   used="unsigned char[::1]")
     cdef _grow(self)
     @cython.locals(i=size_t)
     cpdef bint find(self, unsigned long long addr)

@@ -14,7 +14,7 @@ cdef class Memory:
     cdef bint kernel
     cdef Py_ssize_t guessed
     cdef ModuleAt module_at
-    cdef const unsigned char[:] stack
+    cdef const unsigned char[::1] stack  # the sample's bytes: contiguous
     cdef History history
     cdef list frames
 
