@@ -33,5 +33,6 @@ def callchain_frames(callchain, ip: int, ip_is_user: bool, branch_stack) -> list
         frames.append((addr, kernel))
     if not kernel and branch_stack:
         frames.append((branch_stack[0][1], False))
-        frames.extend((entry[0], False) for entry in branch_stack)
+        for entry in branch_stack:  # a loop, not a generator: no closure in a cpdef function
+            frames.append((entry[0], False))
     return frames
