@@ -2,12 +2,11 @@
 uses: each such module is stood in for by a placeholder that imports the real one on first use.
 
 The runs that meet a rare record or odd header bytes import construct (perfdata/declare.py).
-construct imports pdb (with bdb, cmd, code, glob,
-pprint), traceback (with textwrap), pickle and inspect (with ast, dis, tokenize) for its
-Debugger and Pickled field, and hashlib (which loads OpenSSL's libcrypto, ~3 ms) for
-Checksum and compile(). Together ~13 ms of a start, ~7 % of a 10k-sample file.
-perfdata/declare.py, the one module that imports construct, imports it through
-`import_construct`.
+construct imports pdb (with bdb, cmd, code, glob, pprint), traceback (with textwrap), pickle
+and inspect (with ast, dis, tokenize) for its Debugger and Pickled field, and hashlib (which
+loads OpenSSL's libcrypto, ~3 ms) for Checksum and compile(). Together ~13 ms of a start, ~7 %
+of a 10k-sample file. perfdata/declare.py, the one module that imports construct, imports it
+through `import_construct`.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-UNUSED = ("construct", "dataclasses", "pdb", "bdb", "pickle", "traceback", "inspect", "ast", "dis", "tokenize",
-          "hashlib", "_hashlib")
+UNUSED = ("construct", "dataclasses", "pdb", "bdb", "pickle", "traceback", "inspect", "ast",
+          "dis", "tokenize", "hashlib", "_hashlib")
 
 RUN = """
 import sys
