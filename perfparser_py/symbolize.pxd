@@ -6,6 +6,7 @@ cimport cython
 
 from perfparser_py.emit cimport Emitter
 from perfparser_py.session cimport AddressSpace, Mapping
+from perfparser_py.unwind.framepointer cimport callchain_frames
 
 cdef class ProcessSymbols:
     cdef public dict cache, chains, unwound
