@@ -23,7 +23,6 @@ import marshal
 import os
 import struct
 import sys
-from array import array
 
 from . import cpus, dispatch, probes
 from .dispatch import ROUTES
@@ -157,16 +156,10 @@ class _Ahead:
         if reading.unwinds:
             spaces = reading.spaces
             session = spaces.session
+            # its addresses come packed: they travel and key the other process's memo as
+            # they are (Symbolizer.unwound)
             outcome = spaces.unwind_outcome(e, session.process(e.pid),
                                             recorded_frame_count(e, session.kernel_range))
-            if outcome:
-                # packed, the addresses travel and key the other process's memo without an int
-                # object each (Symbolizer.unwound): 8 bytes an address there, where ints take 40
-                addrs, first_guessed = outcome
-                try:
-                    outcome = (array("Q", addrs).tobytes(), first_guessed)
-                except OverflowError:
-                    pass  # not all u64 (none should be): they go as they are
         attr = self._attrs.get(id(e.attr))
         if attr is None:
             attr = self._new_attr(e.attr)

@@ -94,7 +94,7 @@ class Spaces:
     def unwind_outcome(self, e, proc, recorded: int):
         """What DWARF unwinding of a full SampleEvent gives: None when it has no user stack,
         False when its architecture cannot be unwound, else (lookup addresses leaf first,
-        index of the first guessed one). `recorded`: how many frames the sample has already
+        packed as array "Q" bytes, index of the first guessed one). `recorded`: how many frames the sample has already
         (recorded_frame_count)."""
         if not (e.regs_abi and e.stack is not None and len(e.stack)):
             return None
@@ -106,7 +106,7 @@ class Spaces:
             # --max-frames frames exist, the recorded kernel frames included (SEMANTICS §11.3)
             limit -= recorded
             if limit < 0:
-                return [], 0
+                return b"", 0
         if self.unwinder is None:
             # imported here: frame-pointer and LBR recordings never need the unwinder
             from .elf.cfi import Cfi
@@ -114,7 +114,7 @@ class Spaces:
 
             self.unwinder = unwind, Cfi.for_image
         if proc.first_image is None:
-            return [], 0
+            return b"", 0
         state = process_unwind(proc, self._cfi, self.unwinder[1])
         return self.unwinder[0](self.arch, e.regs_abi, e.regs, e.attr.sample_regs_user, e.stack,
                                 state.module_at, state.history, limit,
@@ -288,7 +288,7 @@ class Sink(Spaces):
                       "using the recorded call chains only", file=sys.stderr)
         elif outcome is not None:
             addrs, first_guessed = outcome
-            unwound = self.symbolizer.unwound(proc, addrs)  # one an address, packed or not
+            unwound = self.symbolizer.unwound(proc, addrs)  # one an address
             frames = frames + unwound
             guessed = min(255, max(0, len(unwound) - first_guessed))
         if not frames:

@@ -34,8 +34,8 @@ cdef class Symbolizer:
     @cython.locals(state=ProcessSymbols, kstate=ProcessSymbols, chains=dict, ids=list)
     cpdef list callchain(self, object proc, object kernel, object callchain, object ip,
                          object ip_is_user, object branch_stack)
-    @cython.locals(state=ProcessSymbols, memo=dict, ids=list, packed=bint)
-    cpdef list unwound(self, object proc, object addrs)
+    @cython.locals(state=ProcessSymbols, memo=dict, ids=list)
+    cpdef list unwound(self, object proc, bytes packed)
     cdef _memo_room(self, dict memo, Py_ssize_t frames)
     cdef object _resolve(self, object proc, object m, object ip, object is_kernel)
     cdef object _unmapped(self, object proc, object ip, object is_kernel)

@@ -161,21 +161,17 @@ class Symbolizer:
             chains[key] = ids
         return ids
 
-    def unwound(self, proc: Process, addrs: list[int] | bytes) -> list[int]:
+    def unwound(self, proc: Process, packed: bytes) -> list[int]:
         """Location ids of DWARF-unwound user addresses, memoized per process like callchain().
-        `addrs` may come packed (array "Q" bytes: a split run's, parallel._Ahead.unwind), the
-        key as it is: 8 bytes an address where a tuple of a sample's own ints holds 40."""
+        They come packed as unwind.dwarf gives them (array "Q" bytes), the memo's key as they
+        are: 8 bytes an address where a tuple of ints holds 40."""
         state = process_symbols(proc)
         memo = state.unwound
-        packed = type(addrs) is bytes
-        key = addrs if packed else tuple(addrs)
-        ids = memo.get(key)
+        ids = memo.get(packed)
         if ids is None:
-            if packed:
-                addrs = array("Q", addrs)
-            ids = [self._frame(state, proc, addr, False) for addr in addrs]
+            ids = [self._frame(state, proc, addr, False) for addr in array("Q", packed)]
             self._memo_room(memo, 2 * len(ids))
-            memo[key] = ids
+            memo[packed] = ids
         return ids
 
     def _memo_room(self, memo: dict, frames: int) -> None:

@@ -12,7 +12,7 @@ from perfparser_py.unwind.memory cimport Memory
 from perfparser_py.unwind.process cimport ModuleAt
 from perfparser_py.unwind.rules cimport Step, step_at
 
-cdef int NREG, _SEEN_C
+cdef int NREG, _SEEN_C, _OUT_C
 
 
 cdef class _Walker(Memory):
@@ -23,10 +23,12 @@ cdef class _Walker(Memory):
     cdef Arch a
     cdef unsigned long long[:] regs, tv, seen_pc, seen_cfa
     cdef unsigned char[:] valid, tok, seen_has
+    cdef unsigned long long[::1] out
+    cdef object out_array
 
     @cython.locals(nregs=Py_ssize_t, keys=tuple, index=tuple, sp_index=Py_ssize_t,
                    ip_index=Py_ssize_t, mask="unsigned long long", r=int, j=Py_ssize_t,
-                   v="unsigned long long", limit=Py_ssize_t, frames=list, ip=int,
+                   v="unsigned long long", limit=Py_ssize_t, ip=int, n=Py_ssize_t,
                    sp_reg=int, exact=bint, pc="unsigned long long", adj="unsigned long long",
                    has_sp=bint, sp="unsigned long long", moved=bint, tried=bint, signal=bint,
                    st=Step, cfa="unsigned long long", has_cfa=bint, guessed=Py_ssize_t,
@@ -34,6 +36,9 @@ cdef class _Walker(Memory):
     cpdef tuple walk(self, object sample_regs, object regs_mask, object stack, ModuleAt module_at,
                      History history, Py_ssize_t max_frames, object kernel_range, dict steps)
     cdef bint _has(self, object reg)
+    @cython.locals(n=Py_ssize_t)
+    cdef _push(self, unsigned long long addr)
+    cdef bytes _frames(self)
     @cython.locals(start="unsigned long long", d="unsigned long long", i=int, off="long long",
                    v="unsigned long long", r=int, ra="unsigned long long", first="long long",
                    history=History)

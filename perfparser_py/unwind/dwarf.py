@@ -1,7 +1,8 @@
 """DWARF (CFI) stack unwinding of one sample's user stack copy (SEMANTICS §11.3): the walk.
 
 `unwind()` walks the frames of a sample from its user registers and stack copy, using the CFI
-of the modules the caller's address space maps, with elfutils' semantics: lookup addresses are
+of the modules the caller's address space maps, with elfutils' semantics: lookup addresses,
+packed as array "Q" bytes (what the symbolizer keys its memo with and a split run sends), are
 pc for the first frame and for signal-frame activations, pc - 1 for callers; stack words
 outside the copy may come from module files or, as "guessed" data, from words remembered from
 earlier samples of the same process (unwind.memory). It never raises and always terminates.
@@ -34,13 +35,16 @@ _HARD_MAX_FRAMES = 100_000
 _MAX_WALKERS = 64
 # Loop-guard keys (pc, CFA) a walk keeps in C arrays; a deeper walk keeps the rest in a set.
 _SEEN_C = 64
+# Frames the output array holds at first; a deeper walk doubles it.
+_OUT_C = 128
 
 
 def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: memoryview,
            module_at: ModuleAt, history: History, max_frames: int,
            kernel_range: tuple[int, int] = (0, 0),
-           steps: dict | None = None) -> tuple[list[int], int]:
-    """Returns (lookup addresses leaf first, first_guessed_index); see the module docstring.
+           steps: dict | None = None) -> tuple[bytes, int]:
+    """Returns (lookup addresses leaf first, packed as array "Q" bytes, first_guessed_index);
+    see the module docstring.
 
     `regs` holds the sample's user registers packed in the order of the set bits of
     `regs_mask`; `module_at.module(addr)` -> (image, bias, cfi) | None for a runtime address
@@ -54,11 +58,11 @@ def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: me
         if walker is None:
             walker = _walker(arch, abi)
             if walker is None:
-                return [], 0
+                return b"", 0
         return walker.walk(regs, regs_mask, stack, module_at, history, max_frames,
                            kernel_range, {} if steps is None else steps)
     except Exception:  # noqa: BLE001 - hostile input must never escape as a traceback
-        return [], 0
+        return b"", 0
 
 
 _WALKERS: dict[tuple[str, int], _Walker] = {}
@@ -81,10 +85,12 @@ class _Walker(Memory):
     """One walk's state, reused walk after walk of one architecture (the walk is never
     re-entered): its memory (the base class), the registers (`regs`, `valid`: C arrays of
     the DWARF registers below NREG; `extra`: a dict of higher ones the dict path made, else
-    None) and the loop-guard keys."""
+    None), the loop-guard keys and the frames' addresses (`out`, the first `nframes` of its
+    array `out_array`: packed at the end without an int object each)."""
 
     __slots__ = ("a", "ip", "sp", "thumb", "cfa_above_sp", "zero", "regs", "valid", "extra",
-                 "tv", "tok", "nseen", "seen_pc", "seen_cfa", "seen_has", "more")
+                 "tv", "tok", "nseen", "seen_pc", "seen_cfa", "seen_has", "more", "out",
+                 "out_array")
 
     def __init__(self, a: Arch) -> None:
         Memory.__init__(self, a.word)
@@ -98,13 +104,15 @@ class _Walker(Memory):
         self.seen_pc = array("Q", bytes(8 * _SEEN_C))
         self.seen_cfa = array("Q", bytes(8 * _SEEN_C))
         self.seen_has = bytearray(_SEEN_C)
+        self.out_array = array("Q", bytes(8 * _OUT_C))
+        self.out = self.out_array
         self.extra = self.more = None
         self.nseen = 0
 
     def walk(self, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryview,
              module_at: ModuleAt, history: History, max_frames: int,
              kernel_range: tuple[int, int], steps: dict[int, Step | None]
-             ) -> tuple[list[int], int]:
+             ) -> tuple[bytes, int]:
         a = self.a
         nregs = len(sample_regs)
         found = a.slots.get((regs_mask, nregs))
@@ -124,19 +132,18 @@ class _Walker(Memory):
         self.nseen = 0
         self.more = None
         limit = max_frames if max_frames >= 0 else _HARD_MAX_FRAMES
-        frames: list[int] = []
         self.begin(stack, sp_index >= 0, sample_regs[sp_index] & mask if sp_index >= 0 else 0,
-                   module_at, history, kernel_range, frames)
+                   module_at, history, kernel_range)
         ip, sp_reg = self.ip, self.sp
         exact = True  # pc is an activation address: the first frame's, or a signal frame's caller's
         while True:
             if not valid[ip]:
                 break
             pc = regs[ip]
-            if pc == 0 or len(frames) > limit:
+            if pc == 0 or self.nframes > limit:
                 # a walk that ends here marks nothing guessed (SEMANTICS §11.3: upstream's
                 # firstGuessed = frame count): remembered words that lead to the end are trusted
-                return frames, len(frames)
+                return self._frames(), self.nframes
             adj = pc if exact else pc - 1
             step = steps.get(adj, _MISS)
             if step is _MISS:
@@ -149,11 +156,11 @@ class _Walker(Memory):
                     # a return address taken from another sample's words that lies in no
                     # module ([heap], [stack], nothing) is junk, not a caller: stop before it
                     break
-                frames.append(adj)
+                self._push(adj)
             else:
                 st: Step = step
                 signal = st.signal
-                frames.append(pc if signal else adj)
+                self._push(pc if signal else adj)
                 if st.block and valid[st.c_reg]:
                     cfa = (regs[st.c_reg] + st.c_off) & mask
                     moved = self._block_step(st, cfa) or self._offsets_step(st, cfa)
@@ -182,7 +189,23 @@ class _Walker(Memory):
                 break
             exact = signal
         guessed = self.guessed
-        return frames, len(frames) if guessed < 0 else min(guessed, len(frames))
+        n = self.nframes
+        return self._frames(), n if guessed < 0 else min(guessed, n)
+
+    def _push(self, addr: int) -> None:
+        """Append a frame's lookup address to `out`, doubling it when full."""
+        n = self.nframes
+        if n == len(self.out):
+            grown = array("Q", self.out_array)
+            grown.extend(self.out_array)
+            self.out_array = grown
+            self.out = grown
+        self.out[n] = addr
+        self.nframes = n + 1
+
+    def _frames(self) -> bytes:
+        """The walk's frames, packed."""
+        return self.out_array[:self.nframes].tobytes()
 
     def _has(self, reg: int) -> bool:
         """Whether register `reg` has a value."""

@@ -12,15 +12,14 @@ cdef class Memory:
     cdef unsigned long long mask
     cdef unsigned long long lo, avail, klo, khi, nlo, nhi, value
     cdef bint kernel
-    cdef Py_ssize_t guessed
+    cdef Py_ssize_t guessed, nframes
     cdef ModuleAt module_at
     cdef const unsigned char[::1] stack  # the sample's bytes: contiguous
     cdef History history
-    cdef list frames
 
     @cython.locals(n=Py_ssize_t, lo="unsigned long long", room="unsigned long long")
     cdef begin(self, object stack, bint has_sp, unsigned long long sp, ModuleAt module_at,
-               History history, object kernel_range, list frames)
+               History history, object kernel_range)
     # an unsigned position: its index needs no wrap-around test, only the bounds check
     @cython.locals(v="unsigned long long", b="unsigned long long", k=size_t)
     cdef unsigned long long _load(self, size_t pos)

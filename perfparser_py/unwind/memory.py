@@ -11,25 +11,25 @@ from .process import ModuleAt
 class Memory:
     """Reads the words of one walk, reused walk after walk (`begin`): the stack copy
     (`stack`, from address `lo`, `avail` bytes of it readable), the modules (`module_at`),
-    the history, the frames so far and the frame index of the first word taken from the
-    history (`guessed`, -1 for none). Addresses and words are of `word` bytes, `mask` the
+    the history, how many frames the walk has so far (`nframes`, kept by the walk) and the
+    frame index of the first word taken from the history (`guessed`, -1 for none). Addresses and words are of `word` bytes, `mask` the
     highest address."""
 
     __slots__ = ("word", "mask", "stack", "lo", "avail", "module_at", "history", "kernel",
-                 "klo", "khi", "nlo", "nhi", "frames", "guessed", "value")
+                 "klo", "khi", "nlo", "nhi", "nframes", "guessed", "value")
 
     def __init__(self, word: int) -> None:
         self.word = word
         self.mask = (1 << (8 * word)) - 1
-        self.module_at = self.history = self.frames = None
+        self.module_at = self.history = None
         self.stack = b""
-        self.lo = self.avail = self.klo = self.khi = self.value = self.nhi = 0
+        self.lo = self.avail = self.klo = self.khi = self.value = self.nhi = self.nframes = 0
         self.nlo = 1
         self.kernel = False
         self.guessed = -1
 
     def begin(self, stack: memoryview, has_sp: bool, sp: int, module_at: ModuleAt,
-              history: History, kernel_range: tuple[int, int], frames: list[int]) -> None:
+              history: History, kernel_range: tuple[int, int]) -> None:
         """A new walk's memory: stack copy `stack` read at the sample's stack pointer `sp`
         (if it `has_sp`), the address space's `module_at` and `history`, and `kernel_range`
         (start, end) the kernel's addresses, which hold no user words (end 0: none)."""
@@ -50,7 +50,7 @@ class Memory:
             self.klo, self.khi = klo, khi - 1  # khi inclusive: the range may end at 2**64
         self.guessed = -1
         self.nlo, self.nhi = 1, 0  # no span known without modules yet (_no_module_around)
-        self.frames = frames
+        self.nframes = 0
 
     def _load(self, pos: int) -> int:
         """The little-endian word at byte `pos` of the stack copy."""
@@ -84,7 +84,7 @@ class Memory:
             self._no_module_around(addr)
         if self.history.find(addr):
             if self.guessed < 0:
-                self.guessed = len(self.frames)
+                self.guessed = self.nframes
             self.value = self.history.found
             return True
         return False

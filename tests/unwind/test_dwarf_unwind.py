@@ -4,6 +4,7 @@ x86 (32-bit), arm and aarch64, guessed frames, limits and hostile input."""
 from __future__ import annotations
 
 import struct
+from array import array
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,20 @@ from perfparser_py.elf.cfi import (
     Row,
 )
 from perfparser_py.elf.image import ElfImage
-from perfparser_py.unwind.dwarf import unwind
+from perfparser_py.unwind import dwarf
 from perfparser_py.unwind.history import History
 from perfparser_py.unwind.process import ModuleAt
 from perfparser_py.unwind.registers import arch_family, table_for
 
 from . import perfdata_mini
+
+
+def unwind(*args, **kwargs) -> tuple[list[int], int]:
+    """dwarf.unwind with its packed addresses as a list of ints, as these tests compare them."""
+    packed, guessed = dwarf.unwind(*args, **kwargs)
+    assert type(packed) is bytes
+    return list(array("Q", packed)), guessed
+
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 
@@ -256,6 +265,17 @@ def test_a_remembered_return_address_in_no_module_ends_the_walk() -> None:
     stack = _words("Q", 0x2000, 0x5555_0000)
     frames, _ = unwind("x86_64", 2, (sp, 0x1000), mask, stack, _space(rows), History(), -1)
     assert frames[:3] == [0x1000, 0x1FFF, 0x5555_0000 - 1]
+
+
+def test_a_walk_deeper_than_the_output_array_keeps_every_frame() -> None:
+    """The walk's frame array starts small and grows: 300 callers all come back, in order."""
+    rows = [Row((CFA_REG, 7, 8), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x4000)]
+    sp = 0x7FFF_0000
+    mask = (1 << 7) | (1 << 8)
+    returns = [0x2000 + 4 * k for k in range(300)]
+    stack = _words("Q", *returns, 0)
+    frames, guessed = unwind("x86_64", 2, (sp, 0x1000), mask, stack, _space(rows), History(), -1)
+    assert frames == [0x1000] + [r - 1 for r in returns] and guessed == len(frames)
 
 
 def test_x86_64_plt_cfa_expression() -> None:
