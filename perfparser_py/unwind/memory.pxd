@@ -9,12 +9,15 @@ from perfparser_py.unwind.process cimport ModuleAt
 
 cdef class Memory:
     cdef int word
+    cdef bint wide
+    cdef object raw
     cdef unsigned long long mask
     cdef unsigned long long lo, avail, klo, khi, nlo, nhi, value
     cdef bint kernel
     cdef Py_ssize_t guessed, nframes
     cdef ModuleAt module_at
     cdef const unsigned char[::1] stack  # the sample's bytes: contiguous
+    cdef const unsigned long long[::1] words
     cdef History history
 
     @cython.locals(n=Py_ssize_t, lo="unsigned long long", room="unsigned long long")

@@ -4,25 +4,34 @@ had on their stacks (the history)."""
 
 from __future__ import annotations
 
+import sys
+
 from .history import History
 from .process import ModuleAt
+
+# 8-byte words read as native ones (Memory.words) are little-endian ones here
+_LITTLE_HOST = sys.byteorder == "little"
 
 
 class Memory:
     """Reads the words of one walk, reused walk after walk (`begin`): the stack copy
-    (`stack`, from address `lo`, `avail` bytes of it readable), the modules (`module_at`),
+    (`raw`, from address `lo`, `avail` bytes of it readable: its bytes in `stack`, or, for
+    8-byte words on a little-endian host (`wide`), its whole words in `words`), the modules
+    (`module_at`),
     the history, how many frames the walk has so far (`nframes`, kept by the walk) and the
     frame index of the first word taken from the history (`guessed`, -1 for none). Addresses and words are of `word` bytes, `mask` the
     highest address."""
 
-    __slots__ = ("word", "mask", "stack", "lo", "avail", "module_at", "history", "kernel",
+    __slots__ = ("word", "wide", "mask", "raw", "stack", "words", "lo", "avail", "module_at", "history", "kernel",
                  "klo", "khi", "nlo", "nhi", "nframes", "guessed", "value")
 
     def __init__(self, word: int) -> None:
         self.word = word
+        self.wide = word == 8 and _LITTLE_HOST
         self.mask = (1 << (8 * word)) - 1
         self.module_at = self.history = None
-        self.stack = b""
+        self.raw = self.stack = b""
+        self.words = memoryview(b"").cast("Q")
         self.lo = self.avail = self.klo = self.khi = self.value = self.nhi = self.nframes = 0
         self.nlo = 1
         self.kernel = False
@@ -33,8 +42,16 @@ class Memory:
         """A new walk's memory: stack copy `stack` read at the sample's stack pointer `sp`
         (if it `has_sp`), the address space's `module_at` and `history`, and `kernel_range`
         (start, end) the kernel's addresses, which hold no user words (end 0: none)."""
-        self.stack = stack
+        self.raw = stack
         n = len(stack)
+        # one typed view a walk: each costs a buffer acquisition
+        if self.wide:
+            whole = memoryview(stack)
+            if n % 8:
+                whole = whole[:n - n % 8]
+            self.words = whole.cast("Q")
+        else:
+            self.stack = stack
         if has_sp:
             lo = sp
             # words past the address space's end are unreadable: mask - lo + 1 bytes are left
@@ -54,6 +71,10 @@ class Memory:
 
     def _load(self, pos: int) -> int:
         """The little-endian word at byte `pos` of the stack copy."""
+        if self.wide:
+            if pos % 8 == 0 and pos // 8 < len(self.words):
+                return self.words[pos // 8]  # one load: CFA and SP are 8-byte aligned
+            return int.from_bytes(self.raw[pos:pos + 8], "little")
         v = 0
         for k in range(self.word):
             b = self.stack[pos + k]  # not a local copy: see unwind.dwarf's _block_step

@@ -278,6 +278,18 @@ def test_a_walk_deeper_than_the_output_array_keeps_every_frame() -> None:
     assert frames == [0x1000] + [r - 1 for r in returns] and guessed == len(frames)
 
 
+def test_words_off_the_copy_s_8_byte_grid_are_read_bytewise() -> None:
+    """The copy's 8-byte words are read as whole words where aligned; a CFA off that grid
+    (sp + 12) and a copy whose length is no multiple of 8 still give every byte its place."""
+    rows = [Row((CFA_REG, 7, 12), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100),
+            Row((CFA_REG, 7, 8), {16: (UNDEF, 0)}, 16, False, 0x2000, 0x2100)]
+    sp = 0x7FFF_0000
+    mask = (1 << 7) | (1 << 8)
+    stack = memoryview(b"\xee" * 4 + struct.pack("<Q", 0x2041) + b"\xff" * 3)  # 15 bytes
+    frames, guessed = unwind("x86_64", 2, (sp, 0x1010), mask, stack, _space(rows), History(), -1)
+    assert frames == [0x1010, 0x2040] and guessed == len(frames)
+
+
 def test_x86_64_plt_cfa_expression() -> None:
     # glibc PLT: CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0)
     expr = bytes([0x77, 8, 0x80, 0, 0x3F, 0x1A, 0x3B, 0x2A, 0x33, 0x24, 0x22])
