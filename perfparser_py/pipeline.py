@@ -216,7 +216,8 @@ class Sink(Spaces):
         stack, user regs/stack or raw data."""
         pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
         frames = self._fused_frames(self.session.process(pid), ip, callchain, misc)
-        self.writer.sample_one(pid, tid, time, cpu, frames, self.attrs.attribute_id(sid), period)
+        self.writer.sample_one(pid, tid, time, cpu, frames, 0, self.attrs.attribute_id(sid),
+                               period)
 
     def _fused_frames(self, proc, ip: int, callchain, misc: int) -> list[int]:
         frames, in_kernel = self._recorded_frames(proc, ip, callchain, (), misc)
@@ -247,7 +248,8 @@ class Sink(Spaces):
         else:
             frames = self._fused_frames(proc, ip, self._chain_by_id[cid], misc)
             self._frames_by_id[cid] = (proc.generation, session.kernel.generation, frames)
-        self.writer.sample_one(pid, tid, time, cpu, frames, self.attrs.attribute_id(sid), period)
+        self.writer.sample_one(pid, tid, time, cpu, frames, 0, self.attrs.attribute_id(sid),
+                               period)
 
     def _recorded_frames(self, proc, ip: int, callchain, branch_stack, misc: int):
         """Frames of the kernel-recorded call chain / LBR stack (shared, do not append) and
@@ -288,17 +290,21 @@ class Sink(Spaces):
                       "using the recorded call chains only", file=sys.stderr)
         elif outcome is not None:
             addrs, first_guessed = outcome
-            unwound = self.symbolizer.unwound(proc, addrs)  # one an address
-            frames = frames + unwound
-            guessed = min(255, max(0, len(unwound) - first_guessed))
+            recorded = len(frames)
+            frames = self.symbolizer.unwound(proc, frames, addrs)  # one list a stack
+            guessed = min(255, max(0, len(frames) - recorded - first_guessed))
         if not frames:
             frames = [self._ip_frame(proc, ip, in_kernel)]
         attrs = self.attrs
+        attr = e.attr
+        if not e.read_values and attr.type != TYPE_TRACEPOINT:
+            self.writer.sample_one(pid, e.tid, e.time, e.cpu, frames, guessed,
+                                   attrs.attribute_id(e.id or 0), e.period or 0)
+            return
         if e.read_values:
             values = self._read_deltas(e.read_values)
         else:
             values = [(attrs.attribute_id(e.id or 0), e.period or 0)]
-        attr = e.attr
         if attr.type == TYPE_TRACEPOINT:
             format_id, trace_data = self.tracepoints.trace_data(attr.config, e.raw,
                                                                 attr.big_endian)

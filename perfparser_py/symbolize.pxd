@@ -9,7 +9,7 @@ from perfparser_py.session cimport AddressSpace, Mapping
 from perfparser_py.unwind.framepointer cimport callchain_frames
 
 cdef class ProcessSymbols:
-    cdef public dict cache, chains, unwound
+    cdef public dict cache, chains, unwound, joined
     cdef public list unmapped
     cdef public object epoch, fresh_seen, generation, kernel_epoch, mapped_generation, perf_map
 
@@ -34,8 +34,8 @@ cdef class Symbolizer:
     @cython.locals(state=ProcessSymbols, kstate=ProcessSymbols, chains=dict, ids=list)
     cpdef list callchain(self, object proc, object kernel, object callchain, object ip,
                          object ip_is_user, object branch_stack)
-    @cython.locals(state=ProcessSymbols, memo=dict, ids=list)
-    cpdef list unwound(self, object proc, bytes packed)
+    @cython.locals(state=ProcessSymbols, memo=dict, ids=list, joined=dict, entry=tuple)
+    cpdef list unwound(self, object proc, list recorded, bytes packed)
     cdef _memo_room(self, dict memo, Py_ssize_t frames)
     cdef object _resolve(self, object proc, object m, object ip, object is_kernel)
     cdef object _unmapped(self, object proc, object ip, object is_kernel)

@@ -34,8 +34,8 @@ class ProcessSymbols:
     looked up outside every mapping lies (Process.fresh); any other change empties them, in
     place (the memo budget, Symbolizer._memo_room, holds these dicts)."""
 
-    __slots__ = ("cache", "chains", "epoch", "fresh_seen", "generation", "kernel_epoch",
-                 "mapped_generation", "perf_map", "unmapped", "unwound")
+    __slots__ = ("cache", "chains", "epoch", "fresh_seen", "generation", "joined",
+                 "kernel_epoch", "mapped_generation", "perf_map", "unmapped", "unwound")
 
     def __init__(self, proc: Process) -> None:
         self.generation = proc.generation
@@ -51,8 +51,11 @@ class ProcessSymbols:
         # their kernel frames hold for one epoch of the kernel's slot
         self.chains: dict[tuple, list[int]] = {}
         self.kernel_epoch = 0
-        # unwound addresses (a tuple, or packed) -> location ids (Symbolizer.unwound)
-        self.unwound: dict[tuple[int, ...] | bytes, list[int]] = {}
+        # unwound addresses (packed) -> location ids (Symbolizer.unwound)
+        self.unwound: dict[bytes, list[int]] = {}
+        # (id of a chains list, id of an unwound list) -> (both, their concatenation): a DWARF
+        # sample's frames, one list per distinct pair (Symbolizer.unwound)
+        self.joined: dict[tuple[int, int], tuple[list[int], list[int], list[int]]] = {}
         self.perf_map = None  # PerfMap, or False without one: opened by Symbolizer.prepare
 
     def still_valid(self, proc: Process) -> bool:
@@ -82,6 +85,7 @@ def process_symbols(proc: Process) -> ProcessSymbols:
             state.unmapped.clear()
             state.chains.clear()
             state.unwound.clear()
+            state.joined.clear()
         state.generation = proc.generation
         state.fresh_seen = len(proc.fresh)
     return state
@@ -151,6 +155,7 @@ class Symbolizer:
         epoch = kstate.epoch
         if state.kernel_epoch != epoch:
             chains.clear()
+            state.joined.clear()  # what it made of the chains
             state.kernel_epoch = epoch
         key = (callchain, ip, ip_is_user, branch_stack)
         ids = chains.get(key)
@@ -161,10 +166,12 @@ class Symbolizer:
             chains[key] = ids
         return ids
 
-    def unwound(self, proc: Process, packed: bytes) -> list[int]:
-        """Location ids of DWARF-unwound user addresses, memoized per process like callchain().
-        They come packed as unwind.dwarf gives them (array "Q" bytes), the memo's key as they
-        are: 8 bytes an address where a tuple of ints holds 40."""
+    def unwound(self, proc: Process, recorded: list[int], packed: bytes) -> list[int]:
+        """Location ids of a DWARF sample's frames: its `recorded` ones (a callchain() list, or
+        empty), then those of its unwound user addresses, `packed` as unwind.dwarf gives them
+        (array "Q" bytes; the memo's key as they are: 8 bytes an address where a tuple of ints
+        holds 40). Memoized per process like callchain(): one list per distinct stack, which
+        the writer packs once (StreamWriter.sample_one)."""
         state = process_symbols(proc)
         memo = state.unwound
         ids = memo.get(packed)
@@ -172,7 +179,16 @@ class Symbolizer:
             ids = [self._frame(state, proc, addr, False) for addr in array("Q", packed)]
             self._memo_room(memo, 2 * len(ids))
             memo[packed] = ids
-        return ids
+        if not recorded:
+            return ids
+        joined = state.joined
+        key = (id(recorded), id(ids))
+        entry = joined.get(key)
+        if entry is None or entry[0] is not recorded or entry[1] is not ids:
+            entry = (recorded, ids, recorded + ids)
+            self._memo_room(joined, len(entry[2]) + 1)
+            joined[key] = entry
+        return entry[2]
 
     def _memo_room(self, memo: dict, frames: int) -> None:
         """Make room for an entry of `memo` (a process's chains or unwound) holding `frames`

@@ -40,7 +40,7 @@ cdef class StreamWriter:
                            object frames, object guessed, object values)
     @cython.locals(cached=list)
     cpdef sample_one(self, object pid, object tid, object time, object cpu, object frames,
-                     object attribute_id, object value)
+                     object guessed, object attribute_id, object value)
     @cython.locals(cache=dict, n=Py_ssize_t)
     cdef list _pack_frames(self, object frames, object pid)
 

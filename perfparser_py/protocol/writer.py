@@ -276,8 +276,8 @@ class StreamWriter:
         self._put(self._sample, (pid, tid, time, cpu, frames, guessed, values))
 
     def sample_one(self, pid: int, tid: int, time: int, cpu: int, frames: list[int],
-                   attribute_id: int, value: int) -> None:
-        """sample() with guessed 0 and the one value (attribute_id, value).
+                   guessed: int, attribute_id: int, value: int) -> None:
+        """sample() with the one value (attribute_id, value).
 
         The packed frame array is cached per frames list: the symbolizer hands out one list
         per distinct stack, so most samples re-use it instead of packing every frame again.
@@ -290,15 +290,16 @@ class StreamWriter:
             if cached[2] is not None:
                 try:
                     message = cached[5](cached[1], self._sample_type, pid, tid, time, cpu,
-                                        cached[2], 0, 1, attribute_id, value)
+                                        cached[2], guessed, 1, attribute_id, value)
                 except struct.error:  # values to wrap: sample() knows how
                     pass
                 else:
                     _append(self, message)
                     return
-            self._sample_uncounted(pid, tid, time, cpu, frames, 0, ((attribute_id, value),))
+            self._sample_uncounted(pid, tid, time, cpu, frames, guessed,
+                                   ((attribute_id, value),))
             return
-        self.sample(pid, tid, time, cpu, frames, 0, ((attribute_id, value),))
+        self.sample(pid, tid, time, cpu, frames, guessed, ((attribute_id, value),))
 
     def _pack_frames(self, frames: list[int], pid: int) -> list:
         """A new entry of sample_one's cache (see _packed_frames). A frames list comes from
