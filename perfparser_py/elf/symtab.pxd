@@ -11,8 +11,11 @@ cdef int STB_GLOBAL, STB_WEAK
 cpdef object _column(object rows, Py_ssize_t n, Py_ssize_t entsize, Py_ssize_t offset,
                      Py_ssize_t width, bint swap)
 
-@cython.locals(i=Py_ssize_t, lo=Py_ssize_t, hi=Py_ssize_t, first=list, names=list,
-               bindings=list, joined=bytes)
+@cython.locals(strings=list, values=list, sizes=list, offsets=list, bindings=list,
+               base=Py_ssize_t, last=Py_ssize_t, off=Py_ssize_t, joined=bytes, n=Py_ssize_t,
+               order=list, i=Py_ssize_t, out_values=list, out_sizes=list, out_names=list,
+               lo=Py_ssize_t, hi=Py_ssize_t, value="unsigned long long",
+               size="unsigned long long")
 cpdef tuple sorted_table(list tables)
 
 @cython.locals(best=Py_ssize_t, best_rank=int, tied=Py_ssize_t, i=Py_ssize_t, rank=int,
