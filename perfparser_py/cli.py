@@ -281,11 +281,13 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
         if code is not None:
             return code
         if not options.print_stats and os.environ.get("PERFPARSER_PY_SPLIT") != "0":
-            # forked before the big imports: a small process to copy
+            # forked before the big imports: a small process to copy; not for a recording of
+            # user space only, whose run reads no kallsyms
             from .kernel.symbols import likely_path
-            from .kernel.worker import KallsymsWorker
+            from .kernel.worker import KallsymsWorker, kernel_excluded
 
-            worker = KallsymsWorker.start(likely_path(options.kallsyms, options.sysroot))
+            if options.input is None or not kernel_excluded(options.input):
+                worker = KallsymsWorker.start(likely_path(options.kallsyms, options.sysroot))
         if options.input is not None and not options.print_stats:
             from .saved_stream import is_saved_stream
 

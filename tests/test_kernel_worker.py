@@ -17,7 +17,7 @@ from perfparser_py.cli import make_options, parse_args
 from perfparser_py.kernel import kallsyms
 from perfparser_py.kernel.kallsyms import Kallsyms, KallsymsError
 from perfparser_py.kernel.symbols import likely_path
-from perfparser_py.kernel.worker import KallsymsWorker
+from perfparser_py.kernel.worker import KallsymsWorker, kernel_excluded
 from perfparser_py.run import run
 from tests.corpus.expect import CORPUS, case_options
 from tests.test_kernel_fast import random_kallsyms
@@ -198,3 +198,45 @@ def run_with_worker(monkeypatch, options) -> tuple[bytes, str, list[str]]:
     finally:
         worker.close()
     return out.getvalue(), path, asked
+
+
+USER_ONLY = CORPUS / "upstream" / "cpp-inlining" / "cpp-inlining.perf.data"  # `:u` events
+
+
+def test_kernel_excluded_reads_every_attr_s_exclude_kernel(tmp_path: Path):
+    assert kernel_excluded(str(USER_ONLY))
+    with_kernel = next(_kernel_cases()).values[0]
+    assert not kernel_excluded(str(with_kernel))
+    # one attr of several that may sample the kernel is enough to want kallsyms
+    raw = bytearray(USER_ONLY.read_bytes())
+    attr_size, attrs_offset, attrs_size = (int.from_bytes(raw[o:o + 8], "little")
+                                           for o in (16, 24, 32))
+    assert attrs_size // attr_size == 3
+    raw[attrs_offset + attr_size + 40] &= ~(1 << 5)  # the second attr's exclude_kernel
+    second = tmp_path / "second-attr-kernel.data"
+    second.write_bytes(raw)
+    assert not kernel_excluded(str(second))
+    # what it cannot read says "not excluded": the worker starts as before
+    assert not kernel_excluded(str(tmp_path / "missing.data"))
+    assert not kernel_excluded(str(tmp_path))
+    (tmp_path / "short.data").write_bytes(USER_ONLY.read_bytes()[:50])
+    assert not kernel_excluded(str(tmp_path / "short.data"))
+
+
+@pytest.mark.parametrize(("data", "started"), [(USER_ONLY, False),
+                                               (next(_kernel_cases()).values[0], True)])
+def test_cli_starts_the_worker_only_for_recordings_that_may_hold_kernel_frames(
+        monkeypatch, tmp_path: Path, data: Path, started: bool):
+    from perfparser_py import cli
+
+    monkeypatch.setenv("PERFPARSER_NO_CACHE", "1")
+    monkeypatch.delenv("PERFPARSER_PY_SPLIT", raising=False)
+    starts = []
+    real_start = KallsymsWorker.start
+    monkeypatch.setattr(KallsymsWorker, "start",
+                        staticmethod(lambda path: starts.append(path) or real_start(path)))
+    out = tmp_path / "out.bin"
+    assert cli.main(["--input", str(data), "--output", str(out),
+                     *case_options(data.parent)]) == 0
+    assert bool(starts) == started
+    assert out.stat().st_size > 0
