@@ -221,6 +221,10 @@ def test_kernel_excluded_reads_every_attr_s_exclude_kernel(tmp_path: Path):
     assert not kernel_excluded(str(tmp_path))
     (tmp_path / "short.data").write_bytes(USER_ONLY.read_bytes()[:50])
     assert not kernel_excluded(str(tmp_path / "short.data"))
+    far = bytearray(USER_ONLY.read_bytes())
+    far[24:32] = (2**64 - 8).to_bytes(8, "little")  # attrs past any file (and any seek)
+    (tmp_path / "far.data").write_bytes(far)
+    assert not kernel_excluded(str(tmp_path / "far.data"))
 
 
 @pytest.mark.parametrize(("data", "started"), [(USER_ONLY, False),

@@ -31,7 +31,8 @@ def kernel_excluded(path: str) -> bool:
                 return False
             big = head[:8] == header.MAGIC_BE
             hdr = header.file_header(head, big)
-            if hdr.attr_size < 80 or not 0 < hdr.attrs_size <= _MAX_ATTRS_BYTES:
+            if (hdr.attr_size < 80 or not 0 < hdr.attrs_size <= _MAX_ATTRS_BYTES
+                    or hdr.attrs_offset + hdr.attrs_size > os.fstat(f.fileno()).st_size):
                 return False
             f.seek(hdr.attrs_offset)
             buf = f.read(hdr.attrs_size)
