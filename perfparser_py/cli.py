@@ -284,9 +284,10 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
             # forked before the big imports: a small process to copy; not for a recording of
             # user space only, whose run reads no kallsyms
             from .kernel.symbols import likely_path
-            from .kernel.worker import KallsymsWorker, kernel_excluded
+            from .kernel.worker import KallsymsWorker
+            from .perfdata.header import excludes_kernel
 
-            if options.input is None or not kernel_excluded(options.input):
+            if options.input is None or not excludes_kernel(options.input):
                 worker = KallsymsWorker.start(likely_path(options.kallsyms, options.sysroot))
         if options.input is not None and not options.print_stats:
             from .saved_stream import is_saved_stream

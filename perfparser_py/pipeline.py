@@ -94,8 +94,8 @@ class Spaces:
     def unwind_outcome(self, e, proc, recorded: int):
         """What DWARF unwinding of a full SampleEvent gives: None when it has no user stack,
         False when its architecture cannot be unwound, else (lookup addresses leaf first,
-        packed as array "Q" bytes, index of the first guessed one). `recorded`: how many frames the sample has already
-        (recorded_frame_count)."""
+        packed as array "Q" bytes, index of the first guessed one). `recorded`: how many
+        frames the sample has already (recorded_frame_count)."""
         if not (e.regs_abi and e.stack is not None and len(e.stack)):
             return None
         if not self.unwindable:

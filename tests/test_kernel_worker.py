@@ -17,7 +17,8 @@ from perfparser_py.cli import make_options, parse_args
 from perfparser_py.kernel import kallsyms
 from perfparser_py.kernel.kallsyms import Kallsyms, KallsymsError
 from perfparser_py.kernel.symbols import likely_path
-from perfparser_py.kernel.worker import KallsymsWorker, kernel_excluded
+from perfparser_py.kernel.worker import KallsymsWorker
+from perfparser_py.perfdata.header import excludes_kernel
 from perfparser_py.run import run
 from tests.corpus.expect import CORPUS, case_options
 from tests.test_kernel_fast import random_kallsyms
@@ -203,10 +204,10 @@ def run_with_worker(monkeypatch, options) -> tuple[bytes, str, list[str]]:
 USER_ONLY = CORPUS / "upstream" / "cpp-inlining" / "cpp-inlining.perf.data"  # `:u` events
 
 
-def test_kernel_excluded_reads_every_attr_s_exclude_kernel(tmp_path: Path):
-    assert kernel_excluded(str(USER_ONLY))
+def test_excludes_kernel_reads_every_attr_s_exclude_kernel(tmp_path: Path):
+    assert excludes_kernel(str(USER_ONLY))
     with_kernel = next(_kernel_cases()).values[0]
-    assert not kernel_excluded(str(with_kernel))
+    assert not excludes_kernel(str(with_kernel))
     # one attr of several that may sample the kernel is enough to want kallsyms
     raw = bytearray(USER_ONLY.read_bytes())
     attr_size, attrs_offset, attrs_size = (int.from_bytes(raw[o:o + 8], "little")
@@ -215,16 +216,16 @@ def test_kernel_excluded_reads_every_attr_s_exclude_kernel(tmp_path: Path):
     raw[attrs_offset + attr_size + 40] &= ~(1 << 5)  # the second attr's exclude_kernel
     second = tmp_path / "second-attr-kernel.data"
     second.write_bytes(raw)
-    assert not kernel_excluded(str(second))
+    assert not excludes_kernel(str(second))
     # what it cannot read says "not excluded": the worker starts as before
-    assert not kernel_excluded(str(tmp_path / "missing.data"))
-    assert not kernel_excluded(str(tmp_path))
+    assert not excludes_kernel(str(tmp_path / "missing.data"))
+    assert not excludes_kernel(str(tmp_path))
     (tmp_path / "short.data").write_bytes(USER_ONLY.read_bytes()[:50])
-    assert not kernel_excluded(str(tmp_path / "short.data"))
+    assert not excludes_kernel(str(tmp_path / "short.data"))
     far = bytearray(USER_ONLY.read_bytes())
     far[24:32] = (2**64 - 8).to_bytes(8, "little")  # attrs past any file (and any seek)
     (tmp_path / "far.data").write_bytes(far)
-    assert not kernel_excluded(str(tmp_path / "far.data"))
+    assert not excludes_kernel(str(tmp_path / "far.data"))
 
 
 @pytest.mark.parametrize(("data", "started"), [(USER_ONLY, False),

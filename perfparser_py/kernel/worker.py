@@ -9,44 +9,6 @@ import sys
 from .kallsyms import Kallsyms, KallsymsError, cache_key, read
 
 
-def kernel_excluded(path: str) -> bool:
-    """Whether every event of the perf.data file at `path` excludes the kernel
-    (perf_event_attr.exclude_kernel: `:u` events, or `perf record` by a user under
-    perf_event_paranoid 2): its samples and call chains then hold no kernel address, so no
-    kallsyms is wanted. False when it cannot tell (not a regular file, a header it cannot
-    read, no attrs): the worker starts as for any other recording."""
-    from ..perfdata import header
-    from ..perfdata.attr import parse_attr
-    from ..perfdata.errors import PerfDataError
-    from ..regular import open_regular
-
-    f = open_regular(path)
-    if f is None:
-        return False
-    try:
-        with f:
-            head = f.read(header.FILE_HEADER_SIZE)
-            if len(head) < header.FILE_HEADER_SIZE or head[:8] not in (header.MAGIC_LE,
-                                                                         header.MAGIC_BE):
-                return False
-            big = head[:8] == header.MAGIC_BE
-            hdr = header.file_header(head, big)
-            if (hdr.attr_size < 80 or not 0 < hdr.attrs_size <= _MAX_ATTRS_BYTES
-                    or hdr.attrs_offset + hdr.attrs_size > os.fstat(f.fileno()).st_size):
-                return False
-            f.seek(hdr.attrs_offset)
-            buf = f.read(hdr.attrs_size)
-        attrs = [parse_attr(buf, k * hdr.attr_size, big)
-                 for k in range(len(buf) // hdr.attr_size)]
-    except (OSError, PerfDataError):
-        return False
-    return bool(attrs) and all(a.exclude_kernel for a in attrs)
-
-
-# More attrs than any recording has (perf record -e of hundreds of events: ~100 KB)
-_MAX_ATTRS_BYTES = 1 << 20
-
-
 class KallsymsWorker:
     """A forked process that reads and parses the kallsyms file a run will most likely use
     (`likely_path`) while the run imports its modules and reads the recording: the parse

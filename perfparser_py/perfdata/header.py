@@ -4,6 +4,7 @@ can fail to parse."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import namedtuple
 
@@ -14,6 +15,9 @@ MAGIC_LE = b"PERFILE2"
 MAGIC_BE = b"2ELIFREP"
 PIPE_HEADER_SIZE = 16
 FILE_HEADER_SIZE = 104
+MIN_ATTR_ENTRY = 80  # the attr section's entry size perf has always written at least
+# More attrs than any recording has (perf record -e of hundreds of events: ~100 KB)
+_MAX_ATTRS_BYTES = 1 << 20
 MAX_HEADER_SIZE = 2**31 - 1
 LAST_FEATURE = 28  # bits above are not examined
 
@@ -49,3 +53,34 @@ def feature_bits(words: list[int], big_endian: bool) -> list[int]:
         return found
     print("bad feature data", file=sys.stderr)
     return [FEAT_BUILD_ID]
+
+
+def excludes_kernel(path: str) -> bool:
+    """Whether every event of the perf.data file at `path` excludes the kernel
+    (perf_event_attr.exclude_kernel: `:u` events, or `perf record` by a user under
+    perf_event_paranoid 2): its samples and call chains then hold no kernel address. False
+    when it cannot tell (not a regular file, a header it cannot read, no attrs)."""
+    from ..regular import open_regular
+    from .attr import parse_attr
+    from .errors import PerfDataError
+
+    f = open_regular(path)
+    if f is None:
+        return False
+    try:
+        with f:
+            head = f.read(FILE_HEADER_SIZE)
+            if len(head) < FILE_HEADER_SIZE or head[:8] not in (MAGIC_LE, MAGIC_BE):
+                return False
+            big = head[:8] == MAGIC_BE
+            hdr = file_header(head, big)
+            if (hdr.attr_size < MIN_ATTR_ENTRY or not 0 < hdr.attrs_size <= _MAX_ATTRS_BYTES
+                    or hdr.attrs_offset + hdr.attrs_size > os.fstat(f.fileno()).st_size):
+                return False
+            f.seek(hdr.attrs_offset)
+            buf = f.read(hdr.attrs_size)
+        attrs = [parse_attr(buf, k * hdr.attr_size, big)
+                 for k in range(len(buf) // hdr.attr_size)]
+    except (OSError, PerfDataError):
+        return False
+    return bool(attrs) and all(a.exclude_kernel for a in attrs)

@@ -198,7 +198,7 @@ class PerfReader:
 
     def _attr_section(self, buf: memoryview, hdr) -> list[tuple[PerfEventAttr, tuple[int, ...]]]:
         attr_size, off, size = hdr.attr_size, hdr.attrs_offset, hdr.attrs_size
-        if attr_size < 80:
+        if attr_size < h.MIN_ATTR_ENTRY:
             raise _data_error(f"Failed to read attributes: attr_size is {attr_size}")
         if off + size > len(buf):
             raise _data_error("Failed to read attributes: section lies outside the file")

@@ -196,10 +196,8 @@ class _Walker(Memory):
         """Append a frame's lookup address to `out`, doubling it when full."""
         n = self.nframes
         if n == len(self.out):
-            grown = array("Q", self.out_array)
-            grown.extend(self.out_array)
-            self.out_array = grown
-            self.out = grown
+            self.out_array = self.out_array * 2
+            self.out = self.out_array
         self.out[n] = addr
         self.nframes = n + 1
 

@@ -17,13 +17,12 @@ class Memory:
     """Reads the words of one walk, reused walk after walk (`begin`): the stack copy
     (`raw`, from address `lo`, `avail` bytes of it readable: its bytes in `stack`, or, for
     8-byte words on a little-endian host (`wide`), its whole words in `words`), the modules
-    (`module_at`),
-    the history, how many frames the walk has so far (`nframes`, kept by the walk) and the
-    frame index of the first word taken from the history (`guessed`, -1 for none). Addresses and words are of `word` bytes, `mask` the
-    highest address."""
+    (`module_at`), the history, how many frames the walk has so far (`nframes`, kept by the
+    walk) and the frame index of the first word taken from the history (`guessed`, -1 for
+    none). Addresses and words are of `word` bytes, `mask` the highest address."""
 
-    __slots__ = ("word", "wide", "mask", "raw", "stack", "words", "lo", "avail", "module_at", "history", "kernel",
-                 "klo", "khi", "nlo", "nhi", "nframes", "guessed", "value")
+    __slots__ = ("word", "wide", "mask", "raw", "stack", "words", "lo", "avail", "module_at",
+                 "history", "kernel", "klo", "khi", "nlo", "nhi", "nframes", "guessed", "value")
 
     def __init__(self, word: int) -> None:
         self.word = word
