@@ -66,6 +66,7 @@ def test_bench_real_sqlite3(tmp_path: Path) -> None:
         assert entry[variant]["exit_codes"] == [0] and entry[variant]["median_s"] > 0
     assert entry["check"]["ours"] == "ok"
     assert entry["ours"]["stream_samples"] == entry["samples"]
+    assert entry["ours"]["placed_share"] > 0.9  # a program with its debug symbols installed
     if report["reference"] is not None:
         assert {"ratio", "ratio_warm", "ratio_pinned", "ratio_pinned_warm"} <= set(entry)
 
@@ -108,3 +109,35 @@ def test_check_names_what_is_wrong(monkeypatch) -> None:
         "reference": "99 samples in the stream, perf counts 100"}
     entry["ours_pinned"] = variant([0])
     assert bench.check(entry, ("ours",)) == {"ours": "ok"}
+
+
+def test_stream_summary_counts_the_frames_placed_in_a_binary(monkeypatch, tmp_path) -> None:
+    """A frame is placed through its own symbol or its nearest enclosing location's (an
+    inlined frame's parent); a symbol without a binary name, and a location with no symbol
+    anywhere up its chain, leave it unplaced."""
+    bench = _bench_module(monkeypatch)
+    from perfparser_py.protocol import Location, Sample, String, Symbol, encode
+    from perfparser_py.protocol.layout import HEADER
+
+    def loc(i: int, parent: int = -1) -> Location:
+        return Location(id=i, address=0x1000 + i, file=-1, pid=1, line=0, column=0,
+                        parent_location_id=parent, rel_addr=0)
+
+    def sym(i: int, binary: int) -> Symbol:
+        return Symbol(id=i, name=-1, binary=binary, path=-1, is_kernel=False, rel_addr=0,
+                      size=0, actual_path=-1, is_inline=False)
+
+    messages = [String(id=0, string=b"libc.so.6"), String(id=1, string=b""),
+                loc(0), sym(0, 0),  # placed
+                loc(1, 0),  # inlined into 0: placed through it
+                loc(2), sym(2, 1),  # a symbol, but no binary name
+                loc(3),  # no symbol at all
+                Sample(pid=1, tid=1, time=1, cpu=0, frames=[0, 1, 2, 3], guessed_frames=0,
+                       values=[]),
+                Sample(pid=1, tid=1, time=2, cpu=0, frames=[1, 1], guessed_frames=0,
+                       values=[])]
+    path = tmp_path / "s.stream"
+    path.write_bytes(bytes(HEADER) + b"".join(encode(m) for m in messages))
+    assert bench.stream_summary(path) == {"samples": 2, "frames": 6, "placed_share": 4 / 6}
+    path.write_bytes(b"not a stream")
+    assert bench.stream_summary(path) is None
