@@ -76,9 +76,10 @@ class StreamState:
         return self.s(self.commands.get(pid, -1))
 
     def chain(self, frame: int) -> Iterable[int]:
-        """The frame's location id, then its parents up to the root."""
+        """The frame's location id, then its parents up to the root; no more ids than there
+        are locations, however a damaged stream's parents loop."""
         lid = frame
-        while True:
+        for _ in range(len(self.locations) + 1):
             yield lid
             lid = self.location(lid).parent_location_id
             if lid == -1:

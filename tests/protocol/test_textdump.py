@@ -97,3 +97,16 @@ def test_main_in_process_reports_incomplete_tail(capsys, tmp_path):
     assert textdump.main(["--summary", str(f)]) == 0
     out, err = capsys.readouterr()
     assert "incomplete last message" in err and "total:" in out
+
+
+def test_a_location_chain_stops_where_a_damaged_streams_parents_loop() -> None:
+    """Two locations that name each other as parent: the chain ends after as many ids as could
+    be distinct, instead of looping for ever (the text dump, reports and bench walk it)."""
+    def loc(i: int, parent: int) -> P.Location:
+        return P.Location(id=i, address=i, file=-1, pid=1, line=0, column=0,
+                          parent_location_id=parent, rel_addr=0)
+
+    state = textdump.StreamState.from_messages([loc(0, 1), loc(1, 0), loc(2, -1)])
+    assert list(state.chain(0)) == [0, 1, 0, 1]  # bounded: one id more than the 3 locations
+    assert list(state.chain(2)) == [2]
+    assert list(state.chain(7)) == [7]  # undefined: itself, no parents
