@@ -13,7 +13,7 @@ import pytest
 
 from perfparser_py.perfdata.records import time_conv_struct
 from tests.corpus.expect import decode, run_parser
-from tests.synth import PipeWriter
+from tests.synth import CONTEXT_USER, PipeWriter
 
 PROG = 0xFFFFFFFFC0001000
 ALPHA, BETA = b"bpf_prog_0123456789abcdef_alpha", b"bpf_prog_fedcba9876543210_beta"
@@ -98,3 +98,28 @@ def test_perf_decodes_the_stream_alike(tmp_path: Path) -> None:
                 None if sym == "[unknown]" else sym.encode())
     assert named == EXPECTED
     assert "42" in out  # the STAT record was read as one
+
+
+def test_a_user_return_address_in_the_kernel_half_is_no_kernel_code(tmp_path: Path) -> None:
+    """A user stack walked through a garbage frame pointer may yield any return address, one
+    in the kernel half too. It is in the chain's user context, so perf looks it up in the
+    thread's maps ("[unknown]") and never in the kernel's: so must we, though the same address
+    is a BPF program's in the kernel context."""
+    w = PipeWriter()
+    w.comm(100, 100, b"prog", 1)
+    w.ksymbol(PROG, 0x100, ALPHA, 10)
+    w.sample(100, 100, 20, PROG + 0x10, [PROG + 0x10, CONTEXT_USER, 0x401000, PROG + 0x20],
+             kernel=True)
+    data = tmp_path / "garbage.data"
+    data.write_bytes(w.data())
+    res = run_parser(["--input", str(data), "--kallsyms", "/dev/null"])
+    assert res.returncode == 0, res.stderr
+    [sample] = decode(res.stdout)[0]
+    assert [(f.sym, f.kernel) for f in sample.frames] == [
+        (ALPHA.decode(), True), (None, False), (None, False)]
+    if shutil.which("perf"):
+        out = subprocess.run(["perf", "script", "-i", str(data), "-F", "ip,sym,dso"],
+                             capture_output=True, text=True, check=True).stdout
+        assert [line.split()[1:] for line in out.splitlines() if line.strip()] == [
+            [ALPHA.decode(), f"({ALPHA.decode()})"], ["[unknown]", "([unknown])"],
+            ["[unknown]", "([unknown])"]]

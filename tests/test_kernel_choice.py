@@ -206,8 +206,13 @@ def _kernel_frames(stdout: bytes) -> dict[tuple[int, int], list[str | None]]:
 
 
 def _perf_kernel_frames(data: Path, kallsyms: str) -> dict[tuple[int, int], list[str | None]]:
-    """perf script's kernel frame names per sample (tid, time in ns); None for [unknown]."""
-    out = subprocess.run(["perf", "script", "-i", str(data), "-F", "tid,time,ip,sym", "--ns",
+    """perf script's kernel frame names per sample (tid, time in ns); None for [unknown].
+
+    A frame is the kernel's when its address is in the kernel half and perf maps it to a kernel
+    dso, as it does every address of the chain's kernel context. The address alone does not
+    tell: a user-context return address read through a garbage frame pointer may be any value,
+    and perf maps one in the kernel half to the thread's maps, "[unknown]"."""
+    out = subprocess.run(["perf", "script", "-i", str(data), "-F", "tid,time,ip,sym,dso", "--ns",
                           "--kallsyms", kallsyms], check=True, capture_output=True, text=True,
                          timeout=120).stdout
     samples: dict[tuple[int, int], list[str | None]] = {}
@@ -220,8 +225,9 @@ def _perf_kernel_frames(data: Path, kallsyms: str) -> dict[tuple[int, int], list
                 key = (int(tid), int(secs) * 10**9 + int(ns))
                 samples[key] = []
             continue
-        ip, _, sym = line.strip().partition(" ")
-        if int(ip, 16) >= 1 << 63:
+        frame, _, dso = line.strip().rpartition(" (")
+        ip, _, sym = frame.partition(" ")
+        if int(ip, 16) >= 1 << 63 and dso not in ("[unknown])", "[vsyscall])"):
             name = sym.split("+0x")[0].strip()
             samples[key].append(None if name == "[unknown]" else name)
     return samples
