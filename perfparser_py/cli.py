@@ -288,7 +288,8 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
             from .perfdata.header import excludes_kernel
 
             if options.input is None or not excludes_kernel(options.input):
-                worker = KallsymsWorker.start(likely_path(options.kallsyms, options.sysroot))
+                worker = KallsymsWorker.start(likely_path(options.kallsyms, options.sysroot,
+                                                              options.debug_paths()))
         if options.input is not None and not options.print_stats:
             from .saved_stream import is_saved_stream
 

@@ -20,6 +20,9 @@ import pytest
 from perfparser_py import cpus, diagnostics
 from perfparser_py import protocol as P
 from perfparser_py.cli import make_options, parse_args
+from perfparser_py.elf.vdso import RUNNING_KERNEL as NOTES
+from perfparser_py.kernel import kallsyms
+from perfparser_py.kernel.kallsyms import Kallsyms
 from perfparser_py.kernel.symbols import KernelSymbols, likely_path, running_build_id
 from perfparser_py.kernel.worker import KallsymsWorker
 from tests.corpus.expect import CORPUS, decode, run_parser
@@ -179,6 +182,57 @@ def test_a_file_without_the_reference_symbol_is_used_as_it_is(tmp_path: Path, ca
     [(code, message)] = ks._writer.errors
     assert code == 3 and "no _text symbol" in message and str(path) in message
     assert capsys.readouterr().err.count("no _text symbol") == 1
+
+
+def _image_shifted(text: bytes, by: int, extra: bytes) -> bytes:
+    """kallsyms text as another boot of its kernel would have it: the image's symbols (lines
+    without a module) `by` higher, no module of this boot, and `extra` lines."""
+    lines = []
+    for line in text.splitlines(keepends=True):
+        addr, rest = line.split(b" ", 1)
+        if b"\t" not in rest and int(addr, 16):
+            lines.append(b"%016x %s" % (int(addr, 16) + by, rest))
+    return b"".join(lines) + extra
+
+
+LIVE = "/proc/kallsyms"
+
+
+@pytest.mark.parametrize("copy_kind", ["another boot", "unusable"])
+def test_the_running_kernels_cache_copy_names_its_image(tmp_path: Path, copy_kind: str) -> None:
+    """perf's build-id cache copy of the running kernel's kallsyms names the kernel image's
+    addresses as /proc/kallsyms does, though written in another boot (KASLR): /proc/kallsyms
+    is read only for an address outside the image, where a boot puts modules, BPF programs
+    and trampolines. An unusable copy (kptr_restrict zeroed it) leaves all to /proc/kallsyms."""
+    running, why = running_build_id(NOTES)
+    assert running is not None, why
+    text = kallsyms.read(LIVE)[0]
+    table = Kallsyms.parse(text)
+    at = table.address_of(b"_text")
+    assert at is not None  # root sees the addresses (CI runs as root)
+    shift = 0x3A00000
+    bogus = 0xFFFFFFFFFF000000  # a trampoline only the copy's boot had
+    debug = tmp_path / "debug"
+    _cache_copy(debug, running, _image_shifted(text, shift, b"%x t bogus\t[gone]\n" % bogus)
+                if copy_kind == "another boot" else b"0000000000000000 T _text\n")
+    assert likely_path(None, "/", [str(debug)]) == str(
+        debug / "[kernel.kallsyms]" / running.hex() / "kallsyms")
+
+    def placed(path: str | None) -> KernelSymbols:
+        ks = KernelSymbols(_Writer(), path, "/", [str(debug)])
+        ks.build_ids([(-1, running + bytes(20 - len(running)), b"[kernel.kallsyms]")])
+        ks.kernel_mmap(b"[kernel.kallsyms]_text", at, 1 << 64, at)
+        return ks
+
+    ours, truth = placed(None), placed(LIVE)
+    core = [table._addrs[i] for i in range(len(table)) if b"\t" not in table._lines[i]]
+    image = [a + d for a in core[::97] for d in (0, 1)] + [core[-2]]
+    assert [ours.lookup(a) for a in image] == [truth.lookup(a) for a in image]
+    assert ours._live is not None and (ours._live._table is None) == (copy_kind != "unusable")
+    outside = [core[-1] + 0x100, bogus - shift, core[0] - 1]
+    assert [ours.lookup(a) for a in outside] == [truth.lookup(a) for a in outside]
+    assert ours._live._table
+    assert all(hit is None or hit[1] != "bogus" for hit in map(ours.lookup, outside))
 
 
 @pytest.mark.skipif(cpus.usable() < 2, reason="the worker needs two CPUs")  # CI has them

@@ -298,6 +298,13 @@ class Kallsyms:
         lines = self._lines
         return _symbol_address(lines._buf, lines._base, name, lines._in_order)
 
+    def in_image(self, addr: int) -> bool:
+        """Whether `addr` lies between two symbols of the kernel image (lines without a
+        module): where what a boot loads (modules, BPF programs, trampolines) never is."""
+        i = bisect.bisect_right(self._addrs, addr) - 1
+        lines = self._lines
+        return 0 <= i < len(self._addrs) - 1 and b"\t" not in lines[i] and b"\t" not in lines[i + 1]
+
     def lookup(self, addr: int) -> tuple[int, str, str] | None:
         """(symbol start, name, module or "") of the last symbol at or below `addr`."""
         i = bisect.bisect_right(self._addrs, addr) - 1
@@ -463,6 +470,19 @@ class RecordedKallsyms:
         addr = self._rec.data[key] = self._parsed().address_of(name)
         self._rec.dirty = True
         return addr
+
+    def in_image(self, addr: int) -> bool:
+        """As Kallsyms.in_image, kept in the record like the lookups."""
+        image = self._rec.data.get("image")
+        if type(image) is not dict:
+            image = self._rec.data["image"] = {}
+        try:
+            return image[addr]
+        except KeyError:
+            pass
+        inside = image[addr] = self._parsed().in_image(addr)
+        self._rec.dirty = True
+        return inside
 
     def lookup(self, addr: int) -> tuple[int, str, str] | None:
         """As Kallsyms.lookup."""

@@ -14,12 +14,23 @@ if TYPE_CHECKING:
     from .worker import KallsymsWorker
 
 
-def likely_path(kallsyms: str | None, sysroot: str) -> str:
-    """The kallsyms file a run will most likely read, known before the recording is:
-    `--kallsyms`, else the sysroot's /proc/kallsyms, which is what a recording of the running
-    kernel reads (the common case; the run's own choice is KernelSymbols.choose)."""
+def _named_path(kallsyms: str | None, sysroot: str) -> str:
+    """`--kallsyms`, else the sysroot's /proc/kallsyms."""
     # the default sysroot "/" would make it "//proc/kallsyms" in every message naming it
     return sysroot.rstrip("/") + "/proc/kallsyms" if kallsyms is None else kallsyms
+
+
+def likely_path(kallsyms: str | None, sysroot: str, debug_paths: list[str] = ()) -> str:
+    """The kallsyms file a run will most likely read, known before the recording is: what a
+    recording of the running kernel reads (the common case; the run's own choice is
+    KernelSymbols.choose and _image_copy): `--kallsyms`, else perf's build-id cache copy
+    of the running kernel's under `debug_paths`, else the sysroot's /proc/kallsyms."""
+    if kallsyms is None and sysroot in ("", "/") and debug_paths:
+        running = running_build_id(NOTES)[0]
+        copy = Kallsyms.cached_path(debug_paths, running) if running else None
+        if copy:
+            return copy
+    return _named_path(kallsyms, sysroot)
 
 
 def running_build_id(notes_file: str) -> tuple[bytes | None, str]:
@@ -39,6 +50,16 @@ def _same_build_id(recorded: bytes, running: bytes) -> bool:
     # HEADER_BUILD_ID always holds 20 bytes: a shorter id comes zero-padded
     return recorded.rstrip(b"\0") == running.rstrip(b"\0")
 
+
+class _NoImage:
+    """The table of an unusable build-id cache copy: no address is the image's."""
+
+    @staticmethod
+    def in_image(_addr: int) -> bool:
+        return False
+
+
+_NO_IMAGE = _NoImage()
 
 KERNEL_MAP = b"[kernel.kallsyms]"  # the kernel MMAP's name, before perf's reference symbol
 
@@ -75,6 +96,9 @@ class KernelSymbols:
         self._core = (0, 0)  # the kernel MMAP's range: the addresses relocated
         self._table = None  # Kallsyms | RecordedKallsyms once loaded; False: none
         self._delta = 0  # file address - recorded address
+        # the running kernel's /proc/kallsyms (a KernelSymbols of it), when the table is perf's
+        # build-id cache copy of that kernel's (_image_copy): it names what is not the image's
+        self._live: KernelSymbols | None = None
         # why kernel frames have no names, when the reason is known: "other kernel" (no
         # kallsyms of the recording's), "hidden" (kptr_restrict zeroed every address),
         # "unreadable" (another kallsyms error)
@@ -110,7 +134,11 @@ class KernelSymbols:
         if table is False:
             return None
         lo, hi = self._core
-        delta = self._delta if lo <= ip < hi else 0
+        inside = lo <= ip < hi
+        delta = self._delta if inside else 0
+        live = self._live
+        if live is not None and not (inside and table.in_image(ip + delta)):
+            return live.lookup(ip)
         hit = table.lookup(ip + delta)
         if hit is None or not hit[1]:
             return None
@@ -130,7 +158,7 @@ class KernelSymbols:
     def choose(self, notes_file: str = NOTES) -> tuple[str | None, str | None]:
         """(The kallsyms file to read or None, a warning or None) by the rules above;
         `notes_file`: the running kernel's notes (a sysroot has its own beside its /proc)."""
-        proc = likely_path(self._explicit, self._sysroot)
+        proc = _named_path(self._explicit, self._sysroot)
         if self._explicit is not None:
             return proc, None
         recorded = self.recorded_id
@@ -156,9 +184,35 @@ class KernelSymbols:
                       "copy /proc/kallsyms from the recording machine (same boot) and pass it "
                       "with --kallsyms")
 
+    def _image_copy(self, path: str | None, warning: str | None) -> str | None:
+        """perf's build-id cache copy of the running kernel's kallsyms, to name the kernel
+        image's own symbols by instead of `path` (chosen: /proc/kallsyms), else None.
+
+        The copy may be of another boot, but the image's symbols and their distances are the
+        build's: moved by `_text` as any file is, they name each address as /proc/kallsyms
+        would, and a file read costs a fraction of /proc/kallsyms, whose every line the kernel
+        formats (~50 ms for 120 k lines). What a boot adds around the image (modules, BPF
+        programs, trampolines) is named from /proc/kallsyms, read then (`lookup`)."""
+        if (warning is None and path is not None and self._explicit is None
+                and self._sysroot in ("", "/") and self._reference is not None
+                and self.recorded_id is not None and path == _named_path(None, self._sysroot)):
+            return Kallsyms.cached_path(self._debug_paths, self.recorded_id)
+        return None
+
     def _load(self):
         """The table of the chosen file (with its relocation set), else False."""
         path, warning = self.choose()
+        copy = self._image_copy(path, warning)
+        if copy is not None:
+            live = self._live = KernelSymbols(self._writer, path, self._sysroot,
+                                              self._debug_paths)
+            live.recorded_id, live._reference, live._core = (
+                self.recorded_id, self._reference, self._core)
+            table = self._copy_table(copy)
+            if table is not None:
+                return table
+            live._worker, self._worker = self._worker, None
+            return _NO_IMAGE  # an unusable copy: /proc/kallsyms names every address
         worker = self._worker
         self._worker = None
         if worker is not None and worker.path != path:
@@ -186,6 +240,25 @@ class KernelSymbols:
                            "(KASLR, another boot) and are used as they are")
             else:
                 self._delta = at - recorded
+        return table
+
+    def _copy_table(self, copy: str):
+        """The table of the build-id cache copy `copy` with its relocation set, else None (it
+        cannot be read, or has not the reference symbol to move it by): no notice, as
+        /proc/kallsyms is read instead."""
+        worker = self._worker
+        if worker is not None and worker.path != copy:
+            return None  # it parsed /proc/kallsyms: the table for the live lookups
+        self._worker = None
+        try:
+            table = Kallsyms.load(copy, worker)
+        except KallsymsError:
+            return None
+        symbol, recorded = self._reference
+        at = table.address_of(symbol)
+        if at is None:
+            return None
+        self._delta = at - recorded
         return table
 
     def _warn(self, message: str) -> None:
