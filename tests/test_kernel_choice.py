@@ -235,6 +235,33 @@ def test_the_running_kernels_cache_copy_names_its_image(tmp_path: Path, copy_kin
     assert all(hit is None or hit[1] != "bogus" for hit in map(ours.lookup, outside))
 
 
+def test_a_hidden_proc_kallsyms_behind_the_copy_is_why_the_rest_is_unnamed(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    """The copy names the image; an address past it needs /proc/kallsyms, which a user under
+    kptr_restrict reads as zeros: that frame stays unnamed, and the run says why."""
+    running, why = running_build_id(NOTES)
+    assert running is not None, why
+    debug = tmp_path / "debug"
+    _cache_copy(debug, running, b"ffffffff81000000 T _text\nffffffff81000100 T a\n"
+                b"ffffffff81000200 T _end\n")
+    real_load = Kallsyms.load
+
+    def load(path: str, worker=None):
+        if path == LIVE:
+            raise kallsyms.KallsymsError(kallsyms.EMPTY_MAPPING)
+        return real_load(path, worker)
+
+    monkeypatch.setattr(Kallsyms, "load", staticmethod(load))
+    ks = KernelSymbols(_Writer(), None, "/", [str(debug)])
+    ks.build_ids([(-1, running + bytes(20 - len(running)), b"[kernel.kallsyms]")])
+    ks.kernel_mmap(b"[kernel.kallsyms]_text", TEXT + 0x1000, 1 << 64, TEXT + 0x1000)
+    assert ks.lookup(TEXT + 0x1110) == (TEXT + 0x1100, "a", "")
+    assert ks.unnamed_because is None
+    assert ks.lookup(TEXT + 0x1300) is None
+    assert ks.unnamed_because == "hidden"
+    assert capsys.readouterr().err.count(LIVE) == 1
+
+
 @pytest.mark.skipif(cpus.usable() < 2, reason="the worker needs two CPUs")  # CI has them
 def test_the_worker_is_ended_when_the_run_reads_no_file(tmp_path: Path, capsys) -> None:
     """The worker parses /proc/kallsyms from the start; a recording of another kernel must

@@ -99,10 +99,17 @@ class KernelSymbols:
         # the running kernel's /proc/kallsyms (a KernelSymbols of it), when the table is perf's
         # build-id cache copy of that kernel's (_image_copy): it names what is not the image's
         self._live: KernelSymbols | None = None
-        # why kernel frames have no names, when the reason is known: "other kernel" (no
-        # kallsyms of the recording's), "hidden" (kptr_restrict zeroed every address),
-        # "unreadable" (another kallsyms error)
-        self.unnamed_because: str | None = None
+        self._unnamed_because: str | None = None
+
+    @property
+    def unnamed_because(self) -> str | None:
+        """Why kernel frames have no names, when the reason is known: "other kernel" (no
+        kallsyms of the recording's), "hidden" (kptr_restrict zeroed every address),
+        "unreadable" (another kallsyms error); the live /proc/kallsyms's reason when the
+        image's names come from perf's copy."""
+        if self._unnamed_because is None and self._live is not None:
+            return self._live.unnamed_because
+        return self._unnamed_because
 
     def build_ids(self, entries) -> None:
         """The recording's HEADER_BUILD_ID entries (pid, id, filename)."""
@@ -221,12 +228,12 @@ class KernelSymbols:
         if warning:
             self._warn(warning)
         if path is None:
-            self.unnamed_because = "other kernel"
+            self._unnamed_because = "other kernel"
             return False
         try:
             table = Kallsyms.load(path, worker)
         except KallsymsError as err:
-            self.unnamed_because = "hidden" if str(err) == EMPTY_MAPPING else "unreadable"
+            self._unnamed_because = "hidden" if str(err) == EMPTY_MAPPING else "unreadable"
             message = f'Failed to parse kernel symbol mapping file "{path}": {err}'
             print(f"PerfUnwind::InvalidKallsyms: {message}", file=sys.stderr)
             self._writer.error(3, message)
