@@ -32,6 +32,11 @@ def run_bench(tmp_path: Path, *args: str, reference: str | None = None) -> dict:
 def test_bench_smoke(tmp_path: Path) -> None:
     report = run_bench(tmp_path, "--only", "tiny-fp", reference="/nonexistent/perfparser")
     assert "tiny-fp" in report["stdout"] and "per-stage profile" in report["stdout"]
+    # which kallsyms the kernel's names come from, as a run here chooses it
+    kallsyms = report["machine"]["kallsyms"]
+    assert kallsyms == "/proc/kallsyms" or kallsyms.endswith("/kallsyms") and os.path.isfile(
+        kallsyms)
+    assert f"from: {kallsyms}" in report["stdout"]
     (entry,) = report["results"]
     assert entry["set"] == "synthetic" and entry["samples"] > 0
     assert entry["ours"]["exit_codes"] == [0]
