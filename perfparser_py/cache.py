@@ -285,6 +285,9 @@ _SHAPES = {
     "scopes": lambda v: _answers(v, _scopes),
     "parsed": lambda v: type(v) is bool,
     "lookups": lambda v: _answers(v, _lookups),
+    # kallsyms addresses -> whether they are the kernel image's (Kallsyms.in_image)
+    "image": lambda v: (type(v) is dict and set(map(type, v)) <= _INT
+                        and set(map(type, v.values())) <= {bool}),
 }
 
 

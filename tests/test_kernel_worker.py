@@ -147,11 +147,13 @@ def test_load_records_the_worker_table_in_the_persistent_cache(tmp_path: Path):
     try:
         first = Kallsyms.load(str(path), KallsymsWorker.start(str(path)))
         assert first.lookup(0xFFFFFFFF81000101) == (0xFFFFFFFF81000100, "next", "[mod]")
+        assert not first.in_image(0xFFFFFFFF81000010)  # the next line is a module's
         store.save()
         cache.set_current(cache.PersistentCache(str(tmp_path / "cache")))
-        warm = Kallsyms.load(str(path))  # parses nothing: the answer is recorded
+        warm = Kallsyms.load(str(path))  # parses nothing: the answers are recorded
         assert warm._table is None
         assert warm.lookup(0xFFFFFFFF81000101) == (0xFFFFFFFF81000100, "next", "[mod]")
+        assert not warm.in_image(0xFFFFFFFF81000010) and warm._table is None
     finally:
         cache.set_current(None)
 
