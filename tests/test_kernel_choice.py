@@ -199,7 +199,8 @@ LIVE = "/proc/kallsyms"
 
 
 @pytest.mark.parametrize("copy_kind", ["another boot", "unusable"])
-def test_the_running_kernels_cache_copy_names_its_image(tmp_path: Path, copy_kind: str) -> None:
+def test_the_running_kernels_cache_copy_names_its_image(tmp_path: Path, copy_kind: str,
+                                                        monkeypatch) -> None:
     """perf's build-id cache copy of the running kernel's kallsyms names the kernel image's
     addresses as /proc/kallsyms does, though written in another boot (KASLR): /proc/kallsyms
     is read only for an address outside the image, where a boot puts modules, BPF programs
@@ -224,14 +225,25 @@ def test_the_running_kernels_cache_copy_names_its_image(tmp_path: Path, copy_kin
         ks.kernel_mmap(b"[kernel.kallsyms]_text", at, 1 << 64, at)
         return ks
 
-    ours, truth = placed(None), placed(LIVE)
     core = [table._addrs[i] for i in range(len(table)) if b"\t" not in table._lines[i]]
     image = [a + d for a in core[::97] for d in (0, 1)] + [core[-2]]
-    assert [ours.lookup(a) for a in image] == [truth.lookup(a) for a in image]
-    assert ours._live is not None and (ours._live._table is None) == (copy_kind != "unusable")
     outside = [core[-1] + 0x100, bogus - shift, core[0] - 1]
-    assert [ours.lookup(a) for a in outside] == [truth.lookup(a) for a in outside]
-    assert ours._live._table
+    truth = placed(LIVE)
+    expected = [truth.lookup(a) for a in image], [truth.lookup(a) for a in outside]
+    ours = placed(None)
+    loaded: list[str] = []  # the kallsyms files ours reads
+    real_load = Kallsyms.load
+
+    def load(path: str, worker=None):
+        loaded.append(path)
+        return real_load(path, worker)
+
+    monkeypatch.setattr(Kallsyms, "load", staticmethod(load))
+    assert [ours.lookup(a) for a in image] == expected[0]
+    # the copy names the image without reading /proc/kallsyms, unless it is unusable
+    assert (LIVE in loaded) == (copy_kind == "unusable")
+    assert [ours.lookup(a) for a in outside] == expected[1]
+    assert LIVE in loaded  # for the addresses outside the image
     assert all(hit is None or hit[1] != "bogus" for hit in map(ours.lookup, outside))
 
 

@@ -303,7 +303,8 @@ class Kallsyms:
         module): where what a boot loads (modules, BPF programs, trampolines) never is."""
         i = bisect.bisect_right(self._addrs, addr) - 1
         lines = self._lines
-        return 0 <= i < len(self._addrs) - 1 and b"\t" not in lines[i] and b"\t" not in lines[i + 1]
+        return (0 <= i < len(self._addrs) - 1
+                and b"\t" not in lines[i] and b"\t" not in lines[i + 1])
 
     def lookup(self, addr: int) -> tuple[int, str, str] | None:
         """(symbol start, name, module or "") of the last symbol at or below `addr`."""
@@ -449,6 +450,10 @@ class RecordedKallsyms:
         if type(hits) is not dict:
             hits = rec.data["lookups"] = {}
         self._hits: dict[int, tuple[int, str, str] | None] = hits
+        image = rec.data.get("image")
+        if type(image) is not dict:
+            image = rec.data["image"] = {}
+        self._image: dict[int, bool] = image  # in_image's answers
 
     def _parsed(self) -> Kallsyms:
         if self._table is None:
@@ -473,14 +478,11 @@ class RecordedKallsyms:
 
     def in_image(self, addr: int) -> bool:
         """As Kallsyms.in_image, kept in the record like the lookups."""
-        image = self._rec.data.get("image")
-        if type(image) is not dict:
-            image = self._rec.data["image"] = {}
         try:
-            return image[addr]
+            return self._image[addr]
         except KeyError:
             pass
-        inside = image[addr] = self._parsed().in_image(addr)
+        inside = self._image[addr] = self._parsed().in_image(addr)
         self._rec.dirty = True
         return inside
 

@@ -51,16 +51,6 @@ def _same_build_id(recorded: bytes, running: bytes) -> bool:
     return recorded.rstrip(b"\0") == running.rstrip(b"\0")
 
 
-class _NoImage:
-    """The table of an unusable build-id cache copy: no address is the image's."""
-
-    @staticmethod
-    def in_image(_addr: int) -> bool:
-        return False
-
-
-_NO_IMAGE = _NoImage()
-
 KERNEL_MAP = b"[kernel.kallsyms]"  # the kernel MMAP's name, before perf's reference symbol
 
 
@@ -200,9 +190,9 @@ class KernelSymbols:
         would, and a file read costs a fraction of /proc/kallsyms, whose every line the kernel
         formats (~50 ms for 120 k lines). What a boot adds around the image (modules, BPF
         programs, trampolines) is named from /proc/kallsyms, read then (`lookup`)."""
-        if (warning is None and path is not None and self._explicit is None
-                and self._sysroot in ("", "/") and self._reference is not None
-                and self.recorded_id is not None and path == _named_path(None, self._sysroot)):
+        # /proc/kallsyms without a warning: the recording names the running kernel's build id
+        if (warning is None and self._explicit is None and self._sysroot in ("", "/")
+                and self._reference is not None and path == _named_path(None, self._sysroot)):
             return Kallsyms.cached_path(self._debug_paths, self.recorded_id)
         return None
 
@@ -210,16 +200,14 @@ class KernelSymbols:
         """The table of the chosen file (with its relocation set), else False."""
         path, warning = self.choose()
         copy = self._image_copy(path, warning)
-        if copy is not None:
+        table = self._copy_table(copy) if copy is not None else None
+        if table is not None:
             live = self._live = KernelSymbols(self._writer, path, self._sysroot,
                                               self._debug_paths)
             live.recorded_id, live._reference, live._core = (
                 self.recorded_id, self._reference, self._core)
-            table = self._copy_table(copy)
-            if table is not None:
-                return table
-            live._worker, self._worker = self._worker, None
-            return _NO_IMAGE  # an unusable copy: /proc/kallsyms names every address
+            return table
+        # no usable copy: /proc/kallsyms names every address
         worker = self._worker
         self._worker = None
         if worker is not None and worker.path != path:
@@ -239,15 +227,20 @@ class KernelSymbols:
             self._writer.error(3, message)
             return False
         if self._reference is not None:
-            symbol, recorded = self._reference
-            at = table.address_of(symbol)
-            if at is None:
-                self._warn(f"{path} has no {symbol.decode('utf-8', 'replace')} symbol: its "
-                           "addresses cannot be moved to where the recording's kernel was "
-                           "(KASLR, another boot) and are used as they are")
+            delta = self._delta_of(table)
+            if delta is None:
+                self._warn(f"{path} has no {self._reference[0].decode('utf-8', 'replace')} "
+                           "symbol: its addresses cannot be moved to where the recording's "
+                           "kernel was (KASLR, another boot) and are used as they are")
             else:
-                self._delta = at - recorded
+                self._delta = delta
         return table
+
+    def _delta_of(self, table) -> int | None:
+        """File address - recorded address of the reference symbol, None if `table` lacks it."""
+        symbol, recorded = self._reference
+        at = table.address_of(symbol)
+        return None if at is None else at - recorded
 
     def _copy_table(self, copy: str):
         """The table of the build-id cache copy `copy` with its relocation set, else None (it
@@ -255,17 +248,16 @@ class KernelSymbols:
         /proc/kallsyms is read instead."""
         worker = self._worker
         if worker is not None and worker.path != copy:
-            return None  # it parsed /proc/kallsyms: the table for the live lookups
+            return None  # it parsed /proc/kallsyms: that table names every address
         self._worker = None
         try:
             table = Kallsyms.load(copy, worker)
         except KallsymsError:
             return None
-        symbol, recorded = self._reference
-        at = table.address_of(symbol)
-        if at is None:
+        delta = self._delta_of(table)
+        if delta is None:
             return None
-        self._delta = at - recorded
+        self._delta = delta
         return table
 
     def _warn(self, message: str) -> None:
