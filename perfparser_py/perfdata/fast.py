@@ -13,6 +13,7 @@ PerfDataError.
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Callable
 from types import SimpleNamespace
 
@@ -125,6 +126,8 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
 
     u64 = struct.Struct(e + "Q").unpack_from
     u32 = struct.Struct(e + "I").unpack_from
+    # Stacked reads 8-byte words as the host's: pid is their low half in a little-endian file
+    words_native = not big_endian and sys.byteorder == "little"
     mmap_head, mmap_name = head(lay.MMAP)  # the name follows the head
     mmap2_head, mmap2_name = head(lay.MMAP2)
     build_id_at = lay.offsets(lay.MMAP2_BUILD_ID)
@@ -282,8 +285,8 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
         if attr.type == TYPE_TRACEPOINT:
             return None
         if st & _NOT_FUSED:
-            if st & _STACKED == _STACKED and not st & _NOT_STACKED:
-                return Stacked(attr, e, u64, arrays, new_array, sample).decode
+            if st & _STACKED == _STACKED and not st & _NOT_STACKED and words_native:
+                return Stacked(attr, arrays, new_array, sample).decode
             return None
         return Fused(attr, u64, arrays, new_array).decode
 
@@ -334,64 +337,97 @@ class Fused:
 
 class Stacked:
     """make_decoders' sample() for an attr with user registers and stack and no read values,
-    raw data or branch stack (`perf record --call-graph dwarf`): the flag tests done once,
-    registers and stack size read by one unpack, weight, data source and transaction by
-    another. A record that fails a bounds check is decoded by sample(), which raises what it
-    raises. Compiled with the C types of fast.pxd: offsets and field indices are C integers."""
+    raw data or branch stack (`perf record --call-graph dwarf`), in a file of the host's byte
+    order. Every field of such a sample is a whole 8-byte word or half of one (pid and tid,
+    cpu and res), so the record is read through one view of its buffer as words (made once a
+    buffer) at word indices worked out once per attr: no unpack and no tuple but the ones
+    the event holds. A record that is not word-aligned or fails a bounds check is decoded
+    by sample(), which gives or raises what the tables say. Compiled with the C types of
+    fast.pxd: indices are C integers and the words 64-bit C ones."""
 
-    def __init__(self, attr: PerfEventAttr, e: str, u64: Callable, arrays: dict,
-                 new_array: Callable, sample: Callable) -> None:
+    def __init__(self, attr: PerfEventAttr, arrays: dict, new_array: Callable,
+                 sample: Callable) -> None:
         plan = attr.plan
+        st = attr.sample_type
         self.attr = attr
-        self.prefix = plan.prefix.unpack_from
-        self.head = plan.prefix.size
-        (self.i_id, self.i_ip, self.i_pid, self.i_tid, self.i_time, self.i_addr, self.i_sid,
-         self.i_cpu, self.i_period) = plan.prefix_index
-        self.chained = bool(attr.sample_type & SAMPLE_CALLCHAIN)
-        self.regs_size = 8 * plan.nregs_user + 8  # the registers, then the stack's size
-        self.regs_and_size = struct.Struct(f"{e}{plan.nregs_user + 1}Q").unpack_from
-        self.tail_size = plan.tail.size
-        self.tail = plan.tail.unpack_from
-        self.i_tail = plan.tail_pick  # weight, data source, transaction from tail + _ZERO
-        self.u64 = u64
+        at = lay.offsets(lay.present(lay.SAMPLE_PREFIX, st))
+        # word index in the record's body of each prefix field, -1 when absent
+        (self.w_id, self.w_ip, self.w_pid, self.w_time, self.w_addr, self.w_sid, self.w_cpu,
+         self.w_period) = (at.get(name, -8) >> 3 for name in (
+             "id" if "id" in at else "identifier", "ip", "pid", "time", "addr", "stream_id",
+             "cpu", "period"))
+        self.head = plan.prefix.size >> 3
+        self.chained = bool(st & SAMPLE_CALLCHAIN)
+        self.nregs = plan.nregs_user
+        tail_at = lay.offsets(lay.present(lay.SAMPLE_TAIL, st))
+        self.t_weight, self.t_data_src, self.t_transaction = (
+            tail_at.get(name, -8) >> 3 for name in ("weight", "data_src", "transaction"))
+        self.tail = plan.tail.size >> 3
         self.arrays = arrays
         self.new_array = new_array
         self.sample = sample
+        self.buf = None  # the buffer `words` views
+        self.words = memoryview(b"").cast("Q")
+
+    def _view(self, buf) -> None:
+        """Words of `buf` from its start: the records' offsets are into it."""
+        whole = memoryview(buf)
+        self.words = whole[:len(whole) & ~7].cast("Q")
+        self.buf = buf
 
     def decode(self, buf, pos: int, end: int, misc: int, size: int) -> ev.SampleEvent:
-        v = self.prefix(buf, pos) + _ZERO
-        u64 = self.u64
-        at = pos + self.head
+        if buf is not self.buf:
+            self._view(buf)
+        words = self.words
+        if pos & 7 or end & 7:
+            return self.sample(buf, pos, end, misc, size, self.attr)
+        p = pos >> 3
+        last = end >> 3
+        q = p + self.head
+        if q >= last:  # the prefix, then at least the abi word
+            return self.sample(buf, pos, end, misc, size, self.attr)
+        pid = tid = cpu = 0
+        if self.w_pid >= 0:
+            w = words[p + self.w_pid]
+            pid, tid = w & 0xFFFFFFFF, w >> 32
+        if self.w_cpu >= 0:
+            cpu = words[p + self.w_cpu] & 0xFFFFFFFF
         callchain = regs = ()
         stack = None
         if self.chained:
-            nr = u64(buf, at)[0]
-            at += 8
-            if at > end or nr > (end - at) >> 3:  # at + 8 * nr > end, in C integers
+            nr = words[q]
+            q += 1
+            if nr > last - q - 1:  # the chain, then the abi word
                 return self.sample(buf, pos, end, misc, size, self.attr)
-            callchain = (self.arrays.get(nr) or self.new_array(nr))(buf, at)
-            at += 8 * nr
-        abi = u64(buf, at)[0]
-        at += 8
+            callchain = (self.arrays.get(nr) or self.new_array(nr))(buf, q << 3)
+            q += nr
+        abi = words[q]
+        q += 1
         if abi:
-            if at + self.regs_size > end:
+            if self.nregs >= last - q:  # the registers, then the stack's size
                 return self.sample(buf, pos, end, misc, size, self.attr)
-            values = self.regs_and_size(buf, at)
-            regs, n = values[:-1], values[-1]
-            at += self.regs_size
-        else:
-            n = u64(buf, at)[0]
-            at += 8
-        if n:
-            if at + 8 > end or n > end - at - 8:  # at + n + 8 > end, in C integers
-                return self.sample(buf, pos, end, misc, size, self.attr)
-            dyn = u64(buf, at + n)[0]
-            stack = buf[at:at + min(dyn, n)]
-            at += n + 8
-        if at + self.tail_size > end:
+            regs = (self.arrays.get(self.nregs) or self.new_array(self.nregs))(buf, q << 3)
+            q += self.nregs
+        elif q >= last:
             return self.sample(buf, pos, end, misc, size, self.attr)
-        weight, data_src, transaction = self.i_tail(self.tail(buf, at) + _ZERO)
-        return _new(_SampleEvent, (self.attr, v[self.i_pid], v[self.i_tid], v[self.i_time],
-                                   v[self.i_cpu], v[self.i_ip], v[self.i_addr], v[self.i_id],
-                                   v[self.i_sid], v[self.i_period], (), callchain, None, (), None,
-                                   abi, regs, stack, weight, data_src, transaction, size, misc))
+        n = words[q]
+        q += 1
+        if n:
+            # the stack, then dyn_size; sizes that are not whole words leave it to sample()
+            if n & 7 or n >> 3 >= last - q:
+                return self.sample(buf, pos, end, misc, size, self.attr)
+            dyn = words[q + (n >> 3)]
+            stack = buf[q << 3:(q << 3) + min(dyn, n)]
+            q += (n >> 3) + 1
+        if q + self.tail > last:
+            return self.sample(buf, pos, end, misc, size, self.attr)
+        return _new(_SampleEvent, (
+            self.attr, pid, tid, self._at(p, self.w_time), cpu, self._at(p, self.w_ip),
+            self._at(p, self.w_addr), self._at(p, self.w_id), self._at(p, self.w_sid),
+            self._at(p, self.w_period), (), callchain, None, (), None, abi, regs, stack,
+            self._at(q, self.t_weight), self._at(q, self.t_data_src),
+            self._at(q, self.t_transaction), size, misc))
+
+    def _at(self, base: int, index: int) -> int:
+        """The word at `index` from word `base`, 0 for a field absent (index -1)."""
+        return self.words[base + index] if index >= 0 else 0

@@ -62,8 +62,7 @@ def _stacked(attr: PerfEventAttr) -> Stacked:
     def fall_back(*_args):
         raise AssertionError("Stacked fell back to the general decoder")
 
-    return Stacked(attr, e, struct.Struct(e + "Q").unpack_from, {},
-                   lambda n: struct.Struct(f"{e}{n}Q").unpack_from, fall_back)
+    return Stacked(attr, {}, lambda n: struct.Struct(f"{e}{n}Q").unpack_from, fall_back)
 
 
 def _read_values(built: dict, read_format: int) -> tuple:
@@ -120,6 +119,31 @@ def test_every_sample_type_decodes_to_the_values_built(big_endian, read_format):
             else:
                 assert tuple(got) == (fast.pid, fast.tid, fast.time, fast.cpu, fast.ip, fast.id,
                                       fast.period, fast.callchain, 2, size), hex(st)
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+def test_dwarf_samples_not_in_whole_words_are_left_to_the_general_decoder(big_endian):
+    """Stacked reads whole words of the host's byte order: a stack of a size that is not a
+    multiple of 8 (the kernel never writes one), a record at an odd offset or a file of the
+    other byte order goes to the general decoder, and decodes as the tables say."""
+    dec = make_decoders(big_endian)
+    st = abi.SAMPLE_TID | abi.SAMPLE_TIME | abi.SAMPLE_REGS_USER | abi.SAMPLE_STACK_USER
+    attr = PerfEventAttr(type=1, size=112, config=0, sample_period=1, sample_type=st,
+                         read_format=0, flags=0, sample_regs_user=0b11, big_endian=big_endian)
+    built = _values(st, 0, 0)
+    fused = dec.fused(attr)
+    assert (fused is None) == big_endian
+    if big_endian:
+        return
+    built["stack_user"] = dict(size=5, data=b"\x01\x02\x03\x04\x05", dyn_size=3)
+    for body, pos in ((sample_struct_of(attr).build(built), 0),
+                      (b"\0" * 4 + sample_struct_of(attr).build(_values(st, 0, 0)), 4)):
+        size = 8 + len(body) - pos
+        want = dec.sample(memoryview(body), pos, len(body), 2, size, attr)
+        assert want == decode_record(abi.RECORD_SAMPLE, 2, size, body[pos:], attr, attr)
+        assert fused(memoryview(body), pos, len(body), 2, size) == want
+        with pytest.raises(AssertionError, match="fell back"):
+            _stacked(attr).decode(memoryview(body), pos, len(body), 2, size)
 
 
 @pytest.mark.parametrize("big_endian", [False, True])
