@@ -303,10 +303,20 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
             # an earlier run's uncollected cycles forever.
             gc.freeze()
         recorder = Recorder(options, out)
+        # No collector during the run: what it allocates (line rows, DIE tables, symbols)
+        # lives to the end, and at the threshold above each object was still scanned once,
+        # ~110 ns each (24 ms in python3-dwarf-5k's symbolizing process with python's debug
+        # info, 37 ms in g++-dwarf-30k's two). A run is freed by reference counts
+        # (tests/test_memory_bounds.py): the cycles left at its end are 100-250 objects
+        # whatever the recording's size (gc.collect() after a run).
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             code = run(options, recorder.out, worker, _LEFT_FOR_EXIT if exiting else None)
             recorder.store(code)
         finally:
+            if collecting:
+                gc.enable()
             recorder.close()
         return code
     except BrokenPipeError:

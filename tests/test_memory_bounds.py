@@ -20,7 +20,7 @@ from tests.synth import PipeWriter
 PROCESSES = 30
 
 
-def _many_stacks(tmp_path: Path) -> Path:
+def _many_stacks(tmp_path: Path, samples: int = 3000) -> Path:
     """Samples of PROCESSES processes whose stacks are drawn from a few hundred addresses:
     the addresses repeat, the stacks hardly ever (a third of the samples repeat one)."""
     rng = random.Random(19)
@@ -32,7 +32,7 @@ def _many_stacks(tmp_path: Path) -> Path:
         t += 1
     pool = [0x400000 + 16 * rng.randrange(0x1000) for _ in range(300)]
     stacks: list[tuple[int, list[int]]] = []
-    for i in range(3000):
+    for i in range(samples):
         if stacks and i % 3 == 0:
             pid, chain = rng.choice(stacks)
         else:
@@ -43,7 +43,7 @@ def _many_stacks(tmp_path: Path) -> Path:
         t += 1
         if i % 250 == 249:
             w.finished_round()
-    path = tmp_path / "stacks.data"
+    path = tmp_path / f"stacks{samples}.data"
     path.write_bytes(w.data())
     return path
 
@@ -125,3 +125,34 @@ def test_a_process_running_main_again_keeps_no_earlier_run(tmp_path, capfdbinary
         assert [r() for r in runs] == [None, None]
     finally:
         gc.enable()
+
+
+def test_the_collector_is_off_during_a_run_and_its_cycles_do_not_grow(tmp_path):
+    """cli.main runs without the cyclic collector (every object a run makes would otherwise
+    be scanned once) and turns it back on after: what a run leaves in cycles, found by a
+    collection after it, is the same few hundred objects whatever the recording's size."""
+    import gc
+
+    from perfparser_py import cli
+
+    during: list[bool] = []
+    real_run = pipeline.Run.__init__
+
+    def tracked(self, *args, **kwargs):
+        during.append(gc.isenabled())
+        real_run(self, *args, **kwargs)
+
+    left = []
+    pipeline.Run.__init__ = tracked
+    try:
+        for samples in (300, 3000):
+            path = _many_stacks(tmp_path, samples)
+            gc.collect()
+            assert cli.main(["--input", str(path), "--output", str(tmp_path / "out"),
+                             "--no-cache"]) == 0
+            assert gc.isenabled()
+            left.append(gc.collect())
+    finally:
+        pipeline.Run.__init__ = real_run
+    assert during == [False, False]
+    assert left[1] < 1000 and abs(left[1] - left[0]) < 100, left
