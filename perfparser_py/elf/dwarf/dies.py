@@ -174,6 +174,8 @@ class Dies:
         cu.subprograms = []
         cu.nodes = {}
         cu.pending = {}
+        cu.sub_index = None  # the lookups' indexes of the two (scopes._subprogram_at, _nodes_at)
+        cu.kids = {}
         walk_dies(self, cu, cu.first_die, cu.end, array("q"))
 
     def _walk_pending(self, cu: _Cu, off: int) -> None:

@@ -3,6 +3,8 @@ c++filt spells them, parameter lists and types included."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from ...tuples import named_tuple
 from .constants import (
     DwarfError, _AT_ABSTRACT_ORIGIN, _AT_ARTIFICIAL, _AT_CALL_COLUMN, _AT_CALL_FILE,
@@ -274,17 +276,12 @@ class Scopes:
         if cu is None:
             return None
         self._walk(cu)
-        sub = next((o for o, ranges in cu.subprograms if _contains(ranges, addr)), None)
+        sub = _subprogram_at(cu, addr)
         if sub is None:
             return None
         self._walk_pending(cu, sub)
-        included: list[bool] = []
-        chain = []
-        for off, parent, ranges, inlined in cu.nodes[sub]:
-            ok = (parent < 0 or included[parent]) and (ranges is None or _contains(ranges, addr))
-            included.append(ok)
-            if ok and inlined:
-                chain.append(off)
+        nodes = cu.nodes[sub]
+        chain = [nodes[i][0] for i in _nodes_at(cu, sub, nodes, addr) if nodes[i][3]]
         return self._scope(sub, False), [self._scope(o, True) for o in chain]
 
     def _scope(self, off: int, inlined: bool) -> Scope:
@@ -336,6 +333,56 @@ def _contains(ranges: list[tuple[int, int]], addr: int) -> bool:
         if lo <= addr < hi:
             return True
     return False
+
+
+def _subprogram_at(cu: _Cu, addr: int) -> int | None:
+    """The first of the unit's subprograms (in DIE order) whose ranges hold `addr`. A unit
+    has hundreds to thousands: their ranges sorted by start (remade when the walk has found
+    more), each with the furthest end up to it, so that a lookup bisects, then goes back
+    only past ranges that may still reach `addr` (one or two where ranges do not overlap)."""
+    subs = cu.subprograms
+    index = cu.sub_index
+    if index is None or index[0] != len(subs):
+        spans = sorted((lo, hi, k) for k, (_off, ranges) in enumerate(subs)
+                       for lo, hi in ranges if lo < hi)
+        reach, furthest = [], 0
+        for _lo, hi, _k in spans:
+            furthest = max(furthest, hi)
+            reach.append(furthest)
+        index = cu.sub_index = (len(subs), [span[0] for span in spans], spans, reach)
+    _n, starts, spans, reach = index
+    j = bisect_right(starts, addr) - 1
+    first = -1
+    while j >= 0 and reach[j] > addr:
+        _lo, hi, k = spans[j]
+        if hi > addr and (first < 0 or k < first):
+            first = k
+        j -= 1
+    return None if first < 0 else subs[first][0]
+
+
+def _nodes_at(cu: _Cu, sub: int, nodes: list, addr: int) -> list[int]:
+    """Indices, ascending, of the scope nodes of subprogram `sub` that hold `addr` and whose
+    every enclosing node does (a node without ranges holds every address). Found from the
+    outermost nodes down, into the children of those that hold it only: a subprogram with
+    much inlined into it has thousands of nodes, and an address is in a few of them."""
+    tree = cu.kids.get(sub)
+    if tree is None or tree[0] != len(nodes):
+        children: dict[int, list[int]] = {}
+        for i in range(len(nodes)):
+            children.setdefault(nodes[i][1], []).append(i)  # parent -1: the outermost
+        tree = cu.kids[sub] = (len(nodes), children)
+    children = tree[1]
+    found = []
+    todo = list(children.get(-1, ()))
+    while todo:
+        i = todo.pop()
+        ranges = nodes[i][2]
+        if ranges is None or _contains(ranges, addr):
+            found.append(i)
+            todo.extend(children.get(i, ()))
+    found.sort()
+    return found
 
 
 _demangler = None
