@@ -308,8 +308,10 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
         # ~110 ns each (24 ms in python3-dwarf-5k's symbolizing process with python's debug
         # info, 37 ms in g++-dwarf-30k's two). A run is freed by reference counts
         # (tests/test_memory_bounds.py): the cycles left at its end are 100-250 objects
-        # whatever the recording's size (gc.collect() after a run).
-        collecting = gc.isenabled()
+        # whatever the recording's size (gc.collect() after a run). Turned back on for an
+        # in-process caller only: its first allocation then scans the run's objects at once
+        # (50 ms after python3-dwarf-5k), which an exiting process has no use for.
+        collecting = gc.isenabled() and not exiting
         gc.disable()
         try:
             code = run(options, recorder.out, worker, _LEFT_FOR_EXIT if exiting else None)
