@@ -9,7 +9,7 @@ from perfparser_py.unwind.arches cimport Arch
 from perfparser_py.unwind.expression cimport evaluate
 from perfparser_py.unwind.history cimport History
 from perfparser_py.unwind.memory cimport Memory
-from perfparser_py.unwind.process cimport ModuleAt
+from perfparser_py.unwind.process cimport ModuleAt, Steps
 from perfparser_py.unwind.rules cimport Step, step_at
 
 cdef int NREG, _SEEN_C, _OUT_C
@@ -32,9 +32,9 @@ cdef class _Walker(Memory):
                    sp_reg=int, exact=bint, pc="unsigned long long", adj="unsigned long long",
                    has_sp=bint, sp="unsigned long long", moved=bint, tried=bint, signal=bint,
                    st=Step, cfa="unsigned long long", has_cfa=bint, guessed=Py_ssize_t,
-                   regs="unsigned long long[:]", valid="unsigned char[:]")
+                   regs="unsigned long long[:]", valid="unsigned char[:]", where=History)
     cpdef tuple walk(self, object sample_regs, object regs_mask, object stack, ModuleAt module_at,
-                     History history, Py_ssize_t max_frames, object kernel_range, dict steps)
+                     History history, Py_ssize_t max_frames, object kernel_range, Steps steps)
     cdef bint _has(self, object reg)
     @cython.locals(n=Py_ssize_t)
     cdef _push(self, unsigned long long addr)

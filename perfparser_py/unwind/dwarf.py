@@ -26,7 +26,7 @@ from .arches import Arch, arch_for
 from .expression import evaluate
 from .history import History
 from .memory import Memory
-from .process import ModuleAt
+from .process import ModuleAt, Steps
 from .rules import NREG, Step, step_at
 
 # Frame cap when max_frames is -1: a sanity bound, far beyond any real stack.
@@ -42,7 +42,7 @@ _OUT_C = 128
 def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: memoryview,
            module_at: ModuleAt, history: History, max_frames: int,
            kernel_range: tuple[int, int] = (0, 0),
-           steps: dict | None = None) -> tuple[bytes, int]:
+           steps: Steps | None = None) -> tuple[bytes, int]:
     """Returns (lookup addresses leaf first, packed as array "Q" bytes, first_guessed_index);
     see the module docstring.
 
@@ -60,7 +60,7 @@ def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: me
             if walker is None:
                 return b"", 0
         return walker.walk(regs, regs_mask, stack, module_at, history, max_frames,
-                           kernel_range, {} if steps is None else steps)
+                           kernel_range, Steps() if steps is None else steps)
     except Exception:  # noqa: BLE001 - hostile input must never escape as a traceback
         return b"", 0
 
@@ -77,8 +77,6 @@ def _walker(arch: str, abi: int) -> _Walker | None:
     walker = _WALKERS[arch, abi] = _Walker(a)
     return walker
 
-
-_MISS = object()
 
 
 class _Walker(Memory):
@@ -111,7 +109,7 @@ class _Walker(Memory):
 
     def walk(self, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryview,
              module_at: ModuleAt, history: History, max_frames: int,
-             kernel_range: tuple[int, int], steps: dict[int, Step | None]
+             kernel_range: tuple[int, int], steps: Steps
              ) -> tuple[bytes, int]:
         a = self.a
         nregs = len(sample_regs)
@@ -145,9 +143,12 @@ class _Walker(Memory):
                 # firstGuessed = frame count): remembered words that lead to the end are trusted
                 return self._frames(), self.nframes
             adj = pc if exact else pc - 1
-            step = steps.get(adj, _MISS)
-            if step is _MISS:
-                step = steps[adj] = step_at(module_at, adj, self.word)
+            where = steps.where
+            if where.find(adj):
+                step = steps.found[where.found]
+            else:
+                step = step_at(module_at, adj, self.word)
+                steps.add(adj, step)
             has_sp = valid[sp_reg]
             sp = regs[sp_reg]
             moved = tried = signal = False

@@ -6,6 +6,18 @@ cimport cython
 from perfparser_py.session cimport AddressSpace, Mapping
 
 
+from perfparser_py.unwind.history cimport History
+
+
+cdef class Steps:
+    cdef public History where
+    cdef public list found
+
+    cpdef add(self, unsigned long long addr, object step)
+    cpdef object get(self, unsigned long long addr, object default=*)
+    cpdef clear(self)
+
+
 cdef class ModuleAt:
     cpdef object module(self, object addr)
     cpdef object no_image_span(self, object addr)

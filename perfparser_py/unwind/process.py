@@ -54,6 +54,34 @@ class ModuleLookup(ModuleAt):
         return None if m is not None and m.image is not None else (start, end)
 
 
+class Steps:
+    """Lookup address -> compiled CFI step (None where no CFI row covers it) for the walks of
+    one process. The walk asks for one every frame, so the addresses go into a History's
+    open-addressing table (64-bit keys and values, in C when compiled: no int object made and
+    no dict probed a frame), whose values are the steps' places in `found`."""
+
+    __slots__ = ("where", "found")
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def add(self, addr: int, step: object) -> None:
+        """Remember `step` as the one at `addr` (not remembered yet)."""
+        self.where.put(addr, len(self.found))
+        self.found.append(step)
+
+    def get(self, addr: int, default: object = None) -> object:
+        """The step remembered at `addr`, else `default`."""
+        return self.found[self.where.found] if self.where.find(addr) else default
+
+    def clear(self) -> None:
+        self.where = History()
+        self.found: list = []
+
+    def __len__(self) -> int:
+        return len(self.found)
+
+
 class ProcessUnwind:
     """One process's unwinding state. The history lives as long as the process; the steps
     (lookup address -> compiled CFI step) hold what module lookups answered, so they are
@@ -64,7 +92,7 @@ class ProcessUnwind:
     def __init__(self, module_at: ModuleLookup, generation: int) -> None:
         self.module_at = module_at
         self.history = History()
-        self.steps: dict[int, object] = {}
+        self.steps = Steps()
         self.generation = generation
 
 

@@ -23,7 +23,7 @@ from perfparser_py.elf.cfi import (
 from perfparser_py.elf.image import ElfImage
 from perfparser_py.unwind import dwarf
 from perfparser_py.unwind.history import History
-from perfparser_py.unwind.process import ModuleAt
+from perfparser_py.unwind.process import ModuleAt, Steps
 from perfparser_py.unwind.registers import arch_family, table_for
 
 from . import perfdata_mini
@@ -382,7 +382,7 @@ def test_a_shared_step_cache_walks_as_a_fresh_one() -> None:
     # gives, history included
     mask, samples, mmaps = perfdata_mini.read(str(CORPUS / "recorded" / "dwarf" / "perf.data"))
     module_at = _address_space("dwarf", "hotloop", mmaps)
-    shared: dict = {}
+    shared = Steps()
     history_shared = History()
     history_fresh = History()
     for s in samples:
@@ -390,7 +390,7 @@ def test_a_shared_step_cache_walks_as_a_fresh_one() -> None:
                        steps=shared)
                 == unwind("x86_64", s.abi, s.regs, mask, s.stack, module_at, history_fresh,
                           1024))
-    assert shared and dict(history_shared.items()) == dict(history_fresh.items())
+    assert len(shared) and dict(history_shared.items()) == dict(history_fresh.items())
 
 
 def test_a_cached_step_follows_changed_stack_words() -> None:
@@ -403,7 +403,7 @@ def test_a_cached_step_follows_changed_stack_words() -> None:
     ]
     sp = 0x7FFF_0000
     mask = (1 << 7) | (1 << 8)
-    steps: dict = {}
+    steps = Steps()
     history = History()
     space = _space(rows)
 
@@ -433,7 +433,7 @@ def test_a_word_read_from_history_is_the_last_one_written() -> None:
     mask = (1 << 7) | (1 << 8)
     space = _space(rows)
     history = History()
-    steps: dict = {}
+    steps = Steps()
 
     def walk(*words: int) -> tuple[list[int], int]:
         return unwind("x86_64", 2, (sp, 0x1010), mask, _words("Q", *words), space, history,
