@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import random
 
-from perfparser_py.elf.dwarf.scopes import _contains, _nodes_at, _subprogram_at
+from perfparser_py.elf.dwarf.scopes import _nodes_at, _subprogram_at
 from perfparser_py.elf.dwarf.units import _Cu
+
+
+def _contains(ranges, addr):
+    return any(lo <= addr < hi for lo, hi in ranges)
 
 
 def _first_holding(subprograms, addr):

@@ -328,59 +328,70 @@ class Scopes:
             return None if low is None else low + entry
         return low if isinstance(low, int) else None
 
-def _contains(ranges: list[tuple[int, int]], addr: int) -> bool:
-    for lo, hi in ranges:
-        if lo <= addr < hi:
-            return True
-    return False
+def _spans(keyed) -> tuple[list[int], list[tuple[int, int, int]], list[int]]:
+    """An index of (key, ranges) pairs for _holding: every non-empty range [lo, hi) with its
+    key, sorted by start; the starts alone; and the furthest end up to each."""
+    spans = sorted((lo, hi, k) for k, ranges in keyed for lo, hi in ranges if lo < hi)
+    reach, furthest = [], 0
+    for _lo, hi, _k in spans:
+        furthest = max(furthest, hi)
+        reach.append(furthest)
+    return [span[0] for span in spans], spans, reach
+
+
+def _holding(index: tuple, addr: int) -> list[int]:
+    """The keys of the ranges in `index` (_spans) that hold `addr`, a key once for each: a
+    bisection to the last range starting at or before it, then back only past ranges that
+    may still reach it (one or two where ranges do not overlap)."""
+    starts, spans, reach = index
+    j = bisect_right(starts, addr) - 1
+    keys = []
+    while j >= 0 and reach[j] > addr:
+        _lo, hi, k = spans[j]
+        if hi > addr:
+            keys.append(k)
+        j -= 1
+    return keys
 
 
 def _subprogram_at(cu: _Cu, addr: int) -> int | None:
-    """The first of the unit's subprograms (in DIE order) whose ranges hold `addr`. A unit
-    has hundreds to thousands: their ranges sorted by start (remade when the walk has found
-    more), each with the furthest end up to it, so that a lookup bisects, then goes back
-    only past ranges that may still reach `addr` (one or two where ranges do not overlap)."""
+    """The first of the unit's subprograms (in DIE order) whose ranges hold `addr`, by an
+    index of their ranges (a unit has hundreds to thousands), remade when the walk has
+    found more."""
     subs = cu.subprograms
     index = cu.sub_index
     if index is None or index[0] != len(subs):
-        spans = sorted((lo, hi, k) for k, (_off, ranges) in enumerate(subs)
-                       for lo, hi in ranges if lo < hi)
-        reach, furthest = [], 0
-        for _lo, hi, _k in spans:
-            furthest = max(furthest, hi)
-            reach.append(furthest)
-        index = cu.sub_index = (len(subs), [span[0] for span in spans], spans, reach)
-    _n, starts, spans, reach = index
-    j = bisect_right(starts, addr) - 1
-    first = -1
-    while j >= 0 and reach[j] > addr:
-        _lo, hi, k = spans[j]
-        if hi > addr and (first < 0 or k < first):
-            first = k
-        j -= 1
-    return None if first < 0 else subs[first][0]
+        index = cu.sub_index = (len(subs), _spans((k, ranges) for k, (_off, ranges)
+                                                  in enumerate(subs)))
+    keys = _holding(index[1], addr)
+    return subs[min(keys)][0] if keys else None
 
 
 def _nodes_at(cu: _Cu, sub: int, nodes: list, addr: int) -> list[int]:
     """Indices, ascending, of the scope nodes of subprogram `sub` that hold `addr` and whose
     every enclosing node does (a node without ranges holds every address). Found from the
-    outermost nodes down, into the children of those that hold it only: a subprogram with
-    much inlined into it has thousands of nodes, and an address is in a few of them."""
+    outermost nodes down, into the children of those that hold it only, each node's children
+    by an index of their ranges: a subprogram with much inlined into it has thousands of
+    nodes, hundreds side by side, and an address is in a few of them."""
     tree = cu.kids.get(sub)
     if tree is None or tree[0] != len(nodes):
         children: dict[int, list[int]] = {}
         for i in range(len(nodes)):
             children.setdefault(nodes[i][1], []).append(i)  # parent -1: the outermost
-        tree = cu.kids[sub] = (len(nodes), children)
-    children = tree[1]
+        # per parent: its children without ranges, and the index of the others' ranges
+        tree = cu.kids[sub] = (len(nodes), {
+            parent: ([i for i in kids if nodes[i][2] is None],
+                     _spans((i, nodes[i][2]) for i in kids if nodes[i][2] is not None))
+            for parent, kids in children.items()})
+    by_parent = tree[1]
     found = []
-    todo = list(children.get(-1, ()))
+    todo = [-1]
     while todo:
-        i = todo.pop()
-        ranges = nodes[i][2]
-        if ranges is None or _contains(ranges, addr):
-            found.append(i)
-            todo.extend(children.get(i, ()))
+        kids = by_parent.get(todo.pop())
+        if kids is not None:
+            holding = kids[0] + list(dict.fromkeys(_holding(kids[1], addr)))
+            found += holding
+            todo += holding
     found.sort()
     return found
 
