@@ -126,7 +126,8 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
 
     u64 = struct.Struct(e + "Q").unpack_from
     u32 = struct.Struct(e + "I").unpack_from
-    # Stacked reads 8-byte words as the host's: pid is their low half in a little-endian file
+    # Fused and Stacked read 8-byte words as the host's: pid is their low half in a
+    # little-endian file
     words_native = not big_endian and sys.byteorder == "little"
     mmap_head, mmap_name = head(lay.MMAP)  # the name follows the head
     mmap2_head, mmap2_name = head(lay.MMAP2)
@@ -279,16 +280,18 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
     def fused(attr: PerfEventAttr) -> Callable | None:
         """fused(buf, pos, end, misc, size) -> FusedSample for SAMPLEs of attr; or, for
         attrs of DWARF recordings, a SampleEvent decoder made for their layout (Stacked);
-        None if attr has fields that need the full decoder. Same checks and errors as
-        sample()."""
+        None if attr has fields that need the full decoder, or the file is not in the
+        host's byte order. Same checks and errors as sample()."""
         st = attr.sample_type
         if attr.type == TYPE_TRACEPOINT:
             return None
+        if not words_native:
+            return None
         if st & _NOT_FUSED:
-            if st & _STACKED == _STACKED and not st & _NOT_STACKED and words_native:
+            if st & _STACKED == _STACKED and not st & _NOT_STACKED:
                 return Stacked(attr, arrays, new_array, sample).decode
             return None
-        return Fused(attr, u64, arrays, new_array).decode
+        return Fused(attr, arrays, new_array, sample).decode
 
     def peek_u64(buf, pos: int) -> int:
         return u64(buf, pos)[0]
@@ -298,56 +301,17 @@ def make_decoders(big_endian: bool) -> SimpleNamespace:
                            u32=u32)
 
 
-class Fused:
-    """make_decoders' fused(): a SAMPLE of an attr without the fields of _NOT_FUSED as a
-    FusedSample, its call chain read by one unpack of the attr's decoders (`arrays`).
-    Compiled with the C types of fast.pxd: offsets and field indices are C integers."""
-
-    def __init__(self, attr: PerfEventAttr, u64: Callable, arrays: dict,
-                 new_array: Callable) -> None:
-        plan = attr.plan
-        self.prefix = plan.prefix.unpack_from
-        self.head = plan.prefix.size
-        (self.i_id, self.i_ip, self.i_pid, self.i_tid, self.i_time, _i_addr, _i_sid, self.i_cpu,
-         self.i_period) = plan.prefix_index
-        self.tail = plan.tail.size
-        self.chained = bool(attr.sample_type & SAMPLE_CALLCHAIN)
-        self.u64 = u64
-        self.arrays = arrays
-        self.new_array = new_array
-
-    def decode(self, buf, pos: int, end: int, misc: int, size: int) -> FusedSample:
-        v = self.prefix(buf, pos) + _ZERO
-        at = pos + self.head
-        callchain = ()
-        if self.chained:
-            nr = self.u64(buf, at)[0]
-            at += 8
-            if at > end or nr > (end - at) >> 3:  # at + 8 * nr > end, in C integers
-                raise ValueError("array runs past the end of the record")
-            unpack = self.arrays.get(nr) or self.new_array(nr)
-            callchain = unpack(buf, at)
-            at += 8 * nr
-        if at + self.tail > end:
-            raise ValueError("sample fields run past the end of the record")
-        return _new(FusedSample, (v[self.i_pid], v[self.i_tid], v[self.i_time], v[self.i_cpu],
-                                  v[self.i_ip], v[self.i_id], v[self.i_period], callchain, misc,
-                                  size))
-
-
-class Stacked:
-    """make_decoders' sample() for an attr with user registers and stack and no read values,
-    raw data or branch stack (`perf record --call-graph dwarf`), in a file of the host's byte
-    order. Every field of such a sample is a whole 8-byte word or half of one (pid and tid,
-    cpu and res), so the record is read through one view of its buffer as words (made once a
-    buffer) at word indices worked out once per attr: no unpack and no tuple but the ones
-    the event holds. A record that is not word-aligned or fails a bounds check is decoded
-    by sample(), which gives or raises what the tables say. Compiled with the C types of
-    fast.pxd: indices are C integers and the words 64-bit C ones."""
+class _Words:
+    """What Fused and Stacked share: a SAMPLE of an attr whose every field is a whole 8-byte
+    word or half of one (pid and tid, cpu and res), in a file of the host's byte order, read
+    through one view of its buffer as words (made once a buffer) at word indices worked out
+    once per attr: no unpack and no tuple but the ones the event holds. A record that is not
+    word-aligned or fails a bounds check goes to the general decoder, sample(), which gives
+    or raises what the tables say. Compiled with the C types of fast.pxd: indices are C
+    integers and the words 64-bit C ones."""
 
     def __init__(self, attr: PerfEventAttr, arrays: dict, new_array: Callable,
                  sample: Callable) -> None:
-        plan = attr.plan
         st = attr.sample_type
         self.attr = attr
         at = lay.offsets(lay.present(lay.SAMPLE_PREFIX, st))
@@ -356,13 +320,9 @@ class Stacked:
          self.w_period) = (at.get(name, -8) >> 3 for name in (
              "id" if "id" in at else "identifier", "ip", "pid", "time", "addr", "stream_id",
              "cpu", "period"))
-        self.head = plan.prefix.size >> 3
+        self.head = attr.plan.prefix.size >> 3
+        self.tail = attr.plan.tail.size >> 3
         self.chained = bool(st & SAMPLE_CALLCHAIN)
-        self.nregs = plan.nregs_user
-        tail_at = lay.offsets(lay.present(lay.SAMPLE_TAIL, st))
-        self.t_weight, self.t_data_src, self.t_transaction = (
-            tail_at.get(name, -8) >> 3 for name in ("weight", "data_src", "transaction"))
-        self.tail = plan.tail.size >> 3
         self.arrays = arrays
         self.new_array = new_array
         self.sample = sample
@@ -375,6 +335,70 @@ class Stacked:
         self.words = whole[:len(whole) & ~7].cast("Q")
         self.buf = buf
 
+    def _at(self, base: int, index: int) -> int:
+        """The word at `index` from word `base`, 0 for a field absent (index -1)."""
+        return self.words[base + index] if index >= 0 else 0
+
+    def _halves(self, p: int) -> tuple[int, int, int]:
+        """(pid, tid, cpu) of the record whose body starts at word `p`."""
+        pid = tid = cpu = 0
+        if self.w_pid >= 0:
+            w = self.words[p + self.w_pid]
+            pid, tid = w & 0xFFFFFFFF, w >> 32
+        if self.w_cpu >= 0:
+            cpu = self.words[p + self.w_cpu] & 0xFFFFFFFF
+        return pid, tid, cpu
+
+
+class Fused(_Words):
+    """make_decoders' fused(): a SAMPLE of an attr without the fields of _NOT_FUSED as a
+    FusedSample, its call chain read by one unpack of the attr's decoders (`arrays`)."""
+
+    def decode(self, buf, pos: int, end: int, misc: int, size: int) -> FusedSample:
+        if buf is not self.buf:
+            self._view(buf)
+        words = self.words
+        if pos & 7 or end & 7:
+            return self._general(buf, pos, end, misc, size)
+        p = pos >> 3
+        last = end >> 3
+        q = p + self.head
+        callchain = ()
+        if self.chained:
+            if q >= last:
+                return self._general(buf, pos, end, misc, size)
+            nr = words[q]
+            q += 1
+            if nr > last - q:
+                return self._general(buf, pos, end, misc, size)
+            callchain = (self.arrays.get(nr) or self.new_array(nr))(buf, q << 3)
+            q += nr
+        if q + self.tail > last:
+            return self._general(buf, pos, end, misc, size)
+        pid, tid, cpu = self._halves(p)
+        return _new(FusedSample, (pid, tid, self._at(p, self.w_time), cpu, self._at(p, self.w_ip),
+                                  self._at(p, self.w_id), self._at(p, self.w_period), callchain,
+                                  misc, size))
+
+    def _general(self, buf, pos: int, end: int, misc: int, size: int) -> FusedSample:
+        e = self.sample(buf, pos, end, misc, size, self.attr)
+        return _new(FusedSample, (e.pid, e.tid, e.time, e.cpu, e.ip, e.id, e.period, e.callchain,
+                                  misc, size))
+
+
+class Stacked(_Words):
+    """make_decoders' sample() for an attr with user registers and stack and no read values,
+    raw data or branch stack (`perf record --call-graph dwarf`)."""
+
+    def __init__(self, attr: PerfEventAttr, arrays: dict, new_array: Callable,
+                 sample: Callable) -> None:
+        super().__init__(attr, arrays, new_array, sample)
+        st = attr.sample_type
+        self.nregs = attr.plan.nregs_user
+        tail_at = lay.offsets(lay.present(lay.SAMPLE_TAIL, st))
+        self.t_weight, self.t_data_src, self.t_transaction = (
+            tail_at.get(name, -8) >> 3 for name in ("weight", "data_src", "transaction"))
+
     def decode(self, buf, pos: int, end: int, misc: int, size: int) -> ev.SampleEvent:
         if buf is not self.buf:
             self._view(buf)
@@ -386,12 +410,6 @@ class Stacked:
         q = p + self.head
         if q >= last:  # the prefix, then at least the abi word
             return self.sample(buf, pos, end, misc, size, self.attr)
-        pid = tid = cpu = 0
-        if self.w_pid >= 0:
-            w = words[p + self.w_pid]
-            pid, tid = w & 0xFFFFFFFF, w >> 32
-        if self.w_cpu >= 0:
-            cpu = words[p + self.w_cpu] & 0xFFFFFFFF
         callchain = regs = ()
         stack = None
         if self.chained:
@@ -421,13 +439,10 @@ class Stacked:
             q += (n >> 3) + 1
         if q + self.tail > last:
             return self.sample(buf, pos, end, misc, size, self.attr)
+        pid, tid, cpu = self._halves(p)
         return _new(_SampleEvent, (
             self.attr, pid, tid, self._at(p, self.w_time), cpu, self._at(p, self.w_ip),
             self._at(p, self.w_addr), self._at(p, self.w_id), self._at(p, self.w_sid),
             self._at(p, self.w_period), (), callchain, None, (), None, abi, regs, stack,
             self._at(q, self.t_weight), self._at(q, self.t_data_src),
             self._at(q, self.t_transaction), size, misc))
-
-    def _at(self, base: int, index: int) -> int:
-        """The word at `index` from word `base`, 0 for a field absent (index -1)."""
-        return self.words[base + index] if index >= 0 else 0

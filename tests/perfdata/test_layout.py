@@ -17,7 +17,7 @@ from perfparser_py.perfdata import abi, layout, reader
 from perfparser_py.perfdata.attr import PerfEventAttr
 from perfparser_py.perfdata.attr import parse_attr
 from perfparser_py.perfdata.declare import attr_struct, declare
-from perfparser_py.perfdata.fast import Stacked, make_decoders
+from perfparser_py.perfdata.fast import Fused, Stacked, make_decoders
 from perfparser_py.perfdata.ints import ints
 from perfparser_py.perfdata.records import decode_record, sample_id_struct, sample_struct_of
 
@@ -55,14 +55,15 @@ def _values(sample_type: int, read_format: int, variant: int) -> dict:
     return {k: val for k, val in v.items() if sample_type & _bit(k)}
 
 
-def _stacked(attr: PerfEventAttr) -> Stacked:
-    """A Stacked decoder of attr whose fall-back to the general decoder fails the test."""
+def _own(decoder: type, attr: PerfEventAttr):
+    """A Fused or Stacked decoder of attr whose fall-back to the general decoder fails the
+    test."""
     e = ">" if attr.big_endian else "<"
 
     def fall_back(*_args):
-        raise AssertionError("Stacked fell back to the general decoder")
+        raise AssertionError(f"{decoder.__name__} fell back to the general decoder")
 
-    return Stacked(attr, {}, lambda n: struct.Struct(f"{e}{n}Q").unpack_from, fall_back)
+    return decoder(attr, {}, lambda n: struct.Struct(f"{e}{n}Q").unpack_from, fall_back)
 
 
 def _read_values(built: dict, read_format: int) -> tuple:
@@ -115,18 +116,33 @@ def test_every_sample_type_decodes_to_the_values_built(big_endian, read_format):
             if type(got) is type(fast):
                 assert got == fast, hex(st)
                 # read by Stacked itself, not by the general decoder it falls back to
-                assert _stacked(attr).decode(memoryview(body), 0, len(body), 2, size) == fast
+                assert _own(Stacked, attr).decode(memoryview(body), 0, len(body), 2, size) == fast
             else:
                 assert tuple(got) == (fast.pid, fast.tid, fast.time, fast.cpu, fast.ip, fast.id,
                                       fast.period, fast.callchain, 2, size), hex(st)
+                assert _own(Fused, attr).decode(memoryview(body), 0, len(body), 2, size) == got
 
 
 @pytest.mark.parametrize("big_endian", [False, True])
-def test_dwarf_samples_not_in_whole_words_are_left_to_the_general_decoder(big_endian):
-    """Stacked reads whole words of the host's byte order: a stack of a size that is not a
-    multiple of 8 (the kernel never writes one), a record at an odd offset or a file of the
-    other byte order goes to the general decoder, and decodes as the tables say."""
+def test_samples_not_in_whole_words_are_left_to_the_general_decoder(big_endian):
+    """Fused and Stacked read whole words of the host's byte order: a stack of a size that
+    is not a multiple of 8 (the kernel never writes one), a record at an odd offset or a
+    file of the other byte order goes to the general decoder, and decodes as the tables
+    say."""
     dec = make_decoders(big_endian)
+    fp = abi.SAMPLE_TID | abi.SAMPLE_TIME | abi.SAMPLE_IP | abi.SAMPLE_CALLCHAIN
+    attr = PerfEventAttr(type=1, size=112, config=0, sample_period=1, sample_type=fp,
+                         read_format=0, flags=0, big_endian=big_endian)
+    assert (dec.fused(attr) is None) == big_endian
+    if not big_endian:
+        body = b"\0" * 4 + sample_struct_of(attr).build(_values(fp, 0, 0))
+        size = 8 + len(body) - 4
+        want = dec.sample(memoryview(body), 4, len(body), 2, size, attr)
+        assert tuple(dec.fused(attr)(memoryview(body), 4, len(body), 2, size)) == (
+            want.pid, want.tid, want.time, want.cpu, want.ip, want.id, want.period,
+            want.callchain, 2, size)
+        with pytest.raises(AssertionError, match="fell back"):
+            _own(Fused, attr).decode(memoryview(body), 4, len(body), 2, size)
     st = abi.SAMPLE_TID | abi.SAMPLE_TIME | abi.SAMPLE_REGS_USER | abi.SAMPLE_STACK_USER
     attr = PerfEventAttr(type=1, size=112, config=0, sample_period=1, sample_type=st,
                          read_format=0, flags=0, sample_regs_user=0b11, big_endian=big_endian)
@@ -143,7 +159,7 @@ def test_dwarf_samples_not_in_whole_words_are_left_to_the_general_decoder(big_en
         assert want == decode_record(abi.RECORD_SAMPLE, 2, size, body[pos:], attr, attr)
         assert fused(memoryview(body), pos, len(body), 2, size) == want
         with pytest.raises(AssertionError, match="fell back"):
-            _stacked(attr).decode(memoryview(body), pos, len(body), 2, size)
+            _own(Stacked, attr).decode(memoryview(body), pos, len(body), 2, size)
 
 
 @pytest.mark.parametrize("big_endian", [False, True])
