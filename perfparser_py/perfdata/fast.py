@@ -395,6 +395,7 @@ class Stacked(_Words):
         super().__init__(attr, arrays, new_array, sample)
         st = attr.sample_type
         self.nregs = attr.plan.nregs_user
+        self.regs_of = new_array(self.nregs)  # kept here: `arrays` may be emptied
         tail_at = lay.offsets(lay.present(lay.SAMPLE_TAIL, st))
         self.t_weight, self.t_data_src, self.t_transaction = (
             tail_at.get(name, -8) >> 3 for name in ("weight", "data_src", "transaction"))
@@ -424,7 +425,7 @@ class Stacked(_Words):
         if abi:
             if self.nregs >= last - q:  # the registers, then the stack's size
                 return self.sample(buf, pos, end, misc, size, self.attr)
-            regs = (self.arrays.get(self.nregs) or self.new_array(self.nregs))(buf, q << 3)
+            regs = self.regs_of(buf, q << 3)
             q += self.nregs
         elif q >= last:
             return self.sample(buf, pos, end, misc, size, self.attr)

@@ -32,7 +32,7 @@ cdef class _Walker(Memory):
                    sp_reg=int, exact=bint, pc="unsigned long long", adj="unsigned long long",
                    has_sp=bint, sp="unsigned long long", moved=bint, tried=bint, signal=bint,
                    st=Step, cfa="unsigned long long", has_cfa=bint, guessed=Py_ssize_t,
-                   regs="unsigned long long[:]", valid="unsigned char[:]", where=History)
+                   regs="unsigned long long[:]", valid="unsigned char[:]")
     cpdef tuple walk(self, object sample_regs, object regs_mask, object stack, ModuleAt module_at,
                      History history, Py_ssize_t max_frames, object kernel_range, Steps steps)
     cdef bint _has(self, object reg)

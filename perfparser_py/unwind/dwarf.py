@@ -78,6 +78,8 @@ def _walker(arch: str, abi: int) -> _Walker | None:
     return walker
 
 
+_MISS = object()  # Steps.get's answer for an address not compiled yet (None is a step)
+
 
 class _Walker(Memory):
     """One walk's state, reused walk after walk of one architecture (the walk is never
@@ -143,10 +145,8 @@ class _Walker(Memory):
                 # firstGuessed = frame count): remembered words that lead to the end are trusted
                 return self._frames(), self.nframes
             adj = pc if exact else pc - 1
-            where = steps.where
-            if where.find(adj):
-                step = steps.found[where.found]
-            else:
+            step = steps.get(adj, _MISS)
+            if step is _MISS:
                 step = step_at(module_at, adj, self.word)
                 steps.add(adj, step)
             has_sp = valid[sp_reg]

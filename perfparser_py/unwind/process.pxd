@@ -10,8 +10,8 @@ from perfparser_py.unwind.history cimport History
 
 
 cdef class Steps:
-    cdef public History where
-    cdef public list found
+    cdef History where
+    cdef list found
 
     cpdef add(self, unsigned long long addr, object step)
     cpdef object get(self, unsigned long long addr, object default=*)
