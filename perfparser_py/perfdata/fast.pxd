@@ -12,7 +12,7 @@ cdef class _Words:
     cdef Py_ssize_t w_id, w_ip, w_pid, w_time, w_addr, w_sid, w_cpu, w_period, head, tail
     cdef bint chained
 
-    cdef _view(self, object buf)
+    cdef bint _words_of(self, object buf, Py_ssize_t pos, Py_ssize_t end) except -1
     cdef inline unsigned long long _at(self, Py_ssize_t base, Py_ssize_t index)
     @cython.locals(w="unsigned long long", pid="unsigned long long", tid="unsigned long long",
                    cpu="unsigned long long")

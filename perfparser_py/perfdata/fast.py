@@ -329,11 +329,14 @@ class _Words:
         self.buf = None  # the buffer `words` views
         self.words = memoryview(b"").cast("Q")
 
-    def _view(self, buf) -> None:
-        """Words of `buf` from its start: the records' offsets are into it."""
-        whole = memoryview(buf)
-        self.words = whole[:len(whole) & ~7].cast("Q")
-        self.buf = buf
+    def _words_of(self, buf, pos: int, end: int) -> bool:
+        """Whether the record [pos, end) of `buf` is whole words, `words` then viewing `buf`
+        from its start (the records' offsets are into it; a new view for a new buffer)."""
+        if buf is not self.buf:
+            whole = memoryview(buf)
+            self.words = whole[:len(whole) & ~7].cast("Q")
+            self.buf = buf
+        return not (pos & 7 or end & 7)
 
     def _at(self, base: int, index: int) -> int:
         """The word at `index` from word `base`, 0 for a field absent (index -1)."""
@@ -355,11 +358,9 @@ class Fused(_Words):
     FusedSample, its call chain read by one unpack of the attr's decoders (`arrays`)."""
 
     def decode(self, buf, pos: int, end: int, misc: int, size: int) -> FusedSample:
-        if buf is not self.buf:
-            self._view(buf)
-        words = self.words
-        if pos & 7 or end & 7:
+        if not self._words_of(buf, pos, end):
             return self._general(buf, pos, end, misc, size)
+        words = self.words
         p = pos >> 3
         last = end >> 3
         q = p + self.head
@@ -401,11 +402,9 @@ class Stacked(_Words):
             tail_at.get(name, -8) >> 3 for name in ("weight", "data_src", "transaction"))
 
     def decode(self, buf, pos: int, end: int, misc: int, size: int) -> ev.SampleEvent:
-        if buf is not self.buf:
-            self._view(buf)
-        words = self.words
-        if pos & 7 or end & 7:
+        if not self._words_of(buf, pos, end):
             return self.sample(buf, pos, end, misc, size, self.attr)
+        words = self.words
         p = pos >> 3
         last = end >> 3
         q = p + self.head
