@@ -174,7 +174,7 @@ class Dies:
         cu.subprograms = []
         cu.nodes = {}
         cu.pending = {}
-        cu.sub_index = None  # the lookups' indexes of the two (scopes._subprogram_at, _nodes_at)
+        cu.sub_index = None  # the indexes scopes._subprogram_at and _nodes_at make
         cu.kids = {}
         walk_dies(self, cu, cu.first_die, cu.end, array("q"))
 
