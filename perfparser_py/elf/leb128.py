@@ -65,6 +65,24 @@ def uleb_value(data, pos: int) -> int:
         shift += 7
 
 
+def sleb_value(data, pos: int) -> int:
+    """Signed LEB128 at `pos` for the compiled readers, when it has 8 bytes at most (56
+    bits); 2**63 - 1 for a longer one, what no reader accepts."""
+    value = 0
+    shift = 0
+    while True:
+        b = data[pos]
+        if shift < 56:
+            value |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            break
+        pos += 1
+    if shift > 56:
+        return 0x7FFFFFFFFFFFFFFF
+    return value - ((b & 0x40) << (shift - 6))  # minus 1 << shift when negative, in C too
+
+
 def uint_at(data, pos: int, n: int, little: bool) -> int:
     """The n-byte (1-8) unsigned number at `pos`."""
     value = 0

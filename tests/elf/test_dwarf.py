@@ -12,6 +12,8 @@ from elftools.elf.elffile import ELFFile
 
 from perfparser_py.elf.dwarf import DwarfInfo
 from perfparser_py.elf.image import ElfImage
+from tests.elf.leb import sleb as _sleb
+from tests.elf.leb import uleb as _uleb
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 BINARIES = [
@@ -246,16 +248,6 @@ def test_cyclic_abstract_origin_terminates() -> None:
     assert chain[-1].die_offset == off and chain[-1].name is None
 
 
-def _uleb(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
 def _synthetic_dwarf5(program: bytes | None = None,
                       codes: tuple[int, ...] = (1, 2, 3, 4, 5)) -> dict[str, bytes]:
     """A hand-made DWARF 5 unit using the index forms gcc's corpus builds do not:
@@ -330,16 +322,6 @@ def _synthetic_dwarf5(program: bytes | None = None,
 _SET_ADDRESS_0x1000 = b"\0" + _uleb(9) + b"\2" + (0x1000).to_bytes(8, "little")
 _FILE_0 = b"\4" + _uleb(0)  # DWARF 5: main.c
 _END_SEQUENCE = b"\0\1\1"
-
-
-def _sleb(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if (v == 0 and not b & 0x40) or (v == -1 and b & 0x40):
-            return bytes(out + bytes([b]))
-        out.append(b | 0x80)
 
 
 def test_line_table_rows_are_kept_as_packed_ints() -> None:

@@ -6,10 +6,11 @@ import struct
 from array import array
 from bisect import bisect_right
 from functools import lru_cache
+from importlib.machinery import EXTENSION_SUFFIXES
 from itertools import chain
 from operator import itemgetter
 
-from ..leb128 import sleb, uint_at, uleb, uleb_end
+from ..leb128 import sleb, sleb_value, uint_at, uleb, uleb_end, uleb_value
 from .constants import DwarfError, _MALFORMED
 from .units import _Cu
 
@@ -64,13 +65,17 @@ class Lines:
         if data is None or not isinstance(cu.stmt_list, int):
             return
         try:
-            rows = self._line_program(cu, data, cu.stmt_list)
+            program = self._line_program(cu, data, cu.stmt_list)
+            packed = _packed_rows(data, self._e == "<", *program) if _COMPILED else None
+            if packed is None:  # what only the general decoder holds: its rows decide
+                rows = _run(self, cu, data, *program)
         except _MALFORMED:
             return
-        # elfutils order: by address, an end_sequence before a row at the same address,
-        # otherwise program order.
-        rows.sort()
-        packed = _pack_rows(rows)
+        if packed is None:
+            # elfutils order: by address, an end_sequence before a row at the same
+            # address, otherwise program order.
+            rows.sort()
+            packed = _pack_rows(rows)
         if packed is None:  # numbers beyond 32 or 64 bits: wider arrays, or lists
             cu.line_addrs = _packed(lambda: map(itemgetter(0), rows), "Q")
             cu.lines = _packed(lambda: chain.from_iterable(map(itemgetter(3, 4, 5), rows)),
@@ -78,7 +83,10 @@ class Lines:
         else:
             cu.line_addrs, cu.lines = packed
 
-    def _line_program(self, cu: _Cu, data, off: int) -> list[tuple]:
+    def _line_program(self, cu: _Cu, data, off: int) -> tuple:
+        """Read the header of the line program at `off` into the unit's directories and
+        files; returns the program's extent and parameters, the arguments of _run after
+        the section."""
         u = self._u
         length = u("I", data, off)
         pos = off + 4
@@ -132,8 +140,8 @@ class Lines:
                 _, pos = uleb(data, pos)
                 cu.files.append((name, d))
         del default_is_stmt  # is_stmt does not affect which row an address maps to
-        return _run(self, cu, data, program, end, version, min_inst, max_ops, line_range,
-                    opcode_base, line_base, std_lengths)
+        return (program, end, version, min_inst, max_ops, line_range, opcode_base, line_base,
+                std_lengths)
 
 
 def _header_entries(dw: Lines, cu: _Cu, sec, pos: int) -> tuple[list, int]:
@@ -290,6 +298,289 @@ def _run(dw: Lines, cu: _Cu, sec, pos: int, end: int, version: int, min_inst: in
     return rows
 
 
+# _packed_rows pays compiled only: interpreted, _run's tuples and list.sort are faster
+_COMPILED = (__file__ or "").endswith(tuple(EXTENSION_SUFFIXES))
+_U64 = 0xFFFFFFFFFFFFFFFF
+_I32 = 0x7FFFFFFF
+# an advance_line beyond this is left to the general decoder: the line a C number holds
+# then stays far from overflowing whatever the program's length (the other steps are
+# bytes)
+_LINE_STEP = 1 << 40
+_SATURATED = 0x7FFFFFFFFFFFFFFF  # what uleb_value gives for a number it cannot hold
+_FULL = -3  # _decode_rows: more rows than the arrays have room for
+_ZERO_Q = array("Q", [0])
+_ZERO_I = array("i", [0])
+
+
+def _packed_rows(sec, little: bool, pos: int, end: int, version: int, min_inst: int,
+                 max_ops: int, line_range: int, opcode_base: int, line_base: int,
+                 std_lengths: bytes) -> tuple[array, array] | None:
+    """The rows of _run, in the order _line_table sorts them and packed as _pack_rows packs
+    them, decoded with C numbers straight into the arrays: a unit of python's debug info
+    has ~10 k rows, and the tuple a row was before cost most of its table's time. None
+    where _run must decide: a number the arrays or C numbers do not hold, a define_file
+    (it adds to the unit's files), VLIW (max_ops > 1) or a malformed program."""
+    if max_ops != 1:
+        return None
+    # Compilers write 4-7 bytes a row: room for one row every two bytes, else for the most a
+    # program can hold (a row takes an opcode byte at least).
+    size = max(end - pos, 0)
+    for cap in (size // 2 + 64, size):
+        addrs = _ZERO_Q * cap
+        flat = _ZERO_I * (3 * cap)
+        try:
+            n = _decode_rows(sec, little, pos, end, version, min_inst, line_range, opcode_base,
+                             line_base, std_lengths, addrs, flat)
+        except _MALFORMED:
+            return None
+        if n != _FULL:
+            break
+    if n < 0:
+        return None
+    del addrs[n:]
+    del flat[3 * n:]
+    return _sort_rows(addrs, flat, n)
+
+
+def _decode_rows(sec, little: bool, pos: int, end: int, version: int, min_inst: int,
+                 line_range: int, opcode_base: int, line_base: int, std_lengths: bytes,
+                 addrs: array, flat: array) -> int:
+    """_run's loop for _packed_rows, max_ops 1: the rows into `addrs` and `flat` in program
+    order, except that an end_sequence goes before the rows of its sequence at its own
+    address (where the sort puts it, saving it a merge); how many, _FULL when the arrays
+    have no room for them, or -1 for what _run must decide. Reads what _run reads in the
+    same order, so it fails where _run does."""
+    data = sec
+    a = addrs
+    f = flat
+    cap = len(a)
+    n = 0
+    start = 0  # the first row of this sequence
+    addr = 0
+    file = 1
+    line = 1
+    column = 0
+    addr_step, line_step = _special_steps(opcode_base, line_range, min_inst, line_base)
+    const_step = min_inst * ((255 - opcode_base) // line_range)
+    while pos < end:
+        op = data[pos]
+        pos += 1
+        row = False
+        if op >= opcode_base:
+            step = addr_step[op]
+            if step > _U64 - addr:
+                return -1
+            addr += step
+            line += line_step[op]
+            row = True
+        elif op == 5:
+            if data[pos] < 0x80:
+                column = data[pos]
+                pos += 1
+            else:
+                column = uleb_value(data, pos)
+                pos = uleb_end(data, pos)
+        elif op == 6 or op == 7 or op == 10 or op == 11:  # negate_stmt (frequent), flags
+            pass
+        elif op == 1:  # copy
+            row = True
+        elif op == 3:
+            v = data[pos]
+            if v < 0x80:  # one byte: bit 6 the sign
+                pos += 1
+                line += v - (v & 0x40) * 2
+            else:
+                delta = sleb_value(data, pos)
+                pos = uleb_end(data, pos)
+                if not -_LINE_STEP <= delta <= _LINE_STEP:
+                    return -1
+                line += delta
+                if not -_LINE_STEP <= line <= _LINE_STEP:
+                    return -1
+        elif op == 2:
+            operation = data[pos]
+            if operation < 0x80:
+                pos += 1
+            else:
+                operation = uleb_value(data, pos)
+                pos = uleb_end(data, pos)
+                if operation == _SATURATED:
+                    return -1
+            if min_inst and operation > (_U64 - addr) // min_inst:
+                return -1
+            addr += min_inst * operation
+        elif op == 0:
+            length = uleb_value(data, pos)
+            pos = uleb_end(data, pos)
+            if length == 0 or length > end - pos:
+                return -1  # _run raises
+            sub = data[pos]
+            if sub == 1:  # end_sequence
+                if n == cap:
+                    return _FULL
+                if line < -_I32 - 1 or line > _I32 or column > _I32:
+                    return -1
+                k = n
+                while k > start and a[k - 1] == addr:
+                    k -= 1
+                j = n
+                while j > k:  # rows of its sequence at its address: after it
+                    a[j] = a[j - 1]
+                    f[3 * j] = f[3 * j - 3]
+                    f[3 * j + 1] = f[3 * j - 2]
+                    f[3 * j + 2] = f[3 * j - 1]
+                    j -= 1
+                a[k] = addr
+                f[3 * k] = -1
+                f[3 * k + 1] = line
+                f[3 * k + 2] = column
+                n += 1
+                start = n
+                addr = 0
+                file, line, column = 1, 1, 0
+            elif sub == 2:  # set_address
+                if length - 1 > 8:
+                    return -1
+                addr = uint_at(data, pos + 1, length - 1, little)
+            elif sub == 3 and version < 5:  # define_file
+                return -1
+            pos += length
+        elif op == 4:
+            file = uleb_value(data, pos)
+            pos = uleb_end(data, pos)
+        elif op == 8:  # const_add_pc
+            if const_step > _U64 - addr:
+                return -1
+            addr += const_step
+        elif op == 9:  # fixed_advance_pc
+            step = uint_at(data, pos, 2, little)
+            pos += 2
+            if step > _U64 - addr:
+                return -1
+            addr += step
+        elif op == 12:  # set_isa
+            pos = uleb_end(data, pos)
+        else:  # unknown standard opcode: skip its operands
+            for _ in range(std_lengths[op - 1]):
+                pos = uleb_end(data, pos)
+        if row:
+            if n == cap:
+                return _FULL
+            if file > _I32 or line < -_I32 - 1 or line > _I32 or column > _I32:
+                return -1
+            a[n] = addr
+            f[3 * n] = file
+            f[3 * n + 1] = line
+            f[3 * n + 2] = column
+            n += 1
+    return n
+
+
+def _sort_rows(addrs: array, flat: array, n: int) -> tuple[array, array]:
+    """The `n` rows by address, an end_sequence (file -1) before a row at the same address,
+    otherwise in their order (a stable sort). The rows come in runs already in order: a
+    unit's sequences, each in order as _decode_rows leaves it. Runs whose addresses do
+    not interleave (functions, hot and cold code) move as blocks; only those that do, the
+    sequences of functions a linker discarded (all placed at 0 by ld), are merged row by
+    row."""
+    a = addrs
+    f = flat
+    ordered = True
+    starts = [0]
+    for i in range(1, n):
+        if _before(a[i], f[3 * i], a[i - 1], f[3 * i - 3]):
+            ordered = False
+            starts.append(i)
+        elif f[3 * i - 3] == -1:
+            starts.append(i)
+    if ordered:
+        return addrs, flat
+    starts.append(n)
+    runs = []
+    for k in range(len(starts) - 1):
+        lo = starts[k]
+        runs.append((a[lo], f[3 * lo] != -1, lo, starts[k + 1]))
+    runs.sort()
+    out_a = _ZERO_Q * n
+    out_f = _ZERO_I * (3 * n)
+    o = 0
+    i = 0
+    while i < len(runs):
+        last = runs[i][3] - 1  # the row sorting last in this cluster of runs
+        j = i + 1
+        while j < len(runs) and not _before(a[last], f[3 * last], a[runs[j][2]],
+                                             f[3 * runs[j][2]]):
+            hi = runs[j][3] - 1
+            if _before(a[last], f[3 * last], a[hi], f[3 * hi]):
+                last = hi
+            j += 1
+        members = sorted(runs[i:j], key=itemgetter(2))  # their rows' order, for ties
+        bounds = array("q", [o])
+        for _, _, lo, hi in members:
+            out_a[o:o + hi - lo] = addrs[lo:hi]
+            out_f[3 * o:3 * (o + hi - lo)] = flat[3 * lo:3 * hi]
+            o += hi - lo
+            bounds.append(o)
+        if len(members) > 1:
+            _merge_runs(out_a, out_f, bounds)
+        i = j
+    return out_a, out_f
+
+
+def _merge_runs(addrs: array, flat: array, bounds: array) -> None:
+    """Merge, in place, the consecutive runs of rows between `bounds`, each in order, into
+    one (stable: on a tie, the earlier run's row first)."""
+    lo = bounds[0]
+    size = bounds[len(bounds) - 1] - lo
+    src_a, src_f = addrs, flat
+    dst_a = _ZERO_Q * (lo + size)  # rows below lo unused: the same positions in both
+    dst_f = _ZERO_I * (3 * (lo + size))
+    while len(bounds) > 2:
+        merged = array("q", [lo])
+        runs = len(bounds) - 1
+        for k in range(0, runs, 2):
+            hi = bounds[k + 2] if k + 1 < runs else bounds[k + 1]
+            _merge(src_a, src_f, dst_a, dst_f, bounds[k], bounds[k + 1], hi)
+            merged.append(hi)
+        bounds = merged
+        src_a, dst_a = dst_a, src_a
+        src_f, dst_f = dst_f, src_f
+    if src_a is not addrs:
+        addrs[lo:lo + size] = src_a[lo:lo + size]
+        flat[3 * lo:3 * (lo + size)] = src_f[3 * lo:3 * (lo + size)]
+
+
+def _merge(src_a: array, src_f: array, dst_a: array, dst_f: array, lo: int, mid: int,
+           hi: int) -> None:
+    """Rows lo..mid and mid..hi of src, each in order, merged into dst's lo..hi; on a tie,
+    the first run's row first."""
+    a = src_a
+    f = src_f
+    da = dst_a
+    df = dst_f
+    i = lo
+    j = mid
+    o = lo
+    while o < hi:
+        if j >= hi or (i < mid and not _before(a[j], f[3 * j], a[i], f[3 * i])):
+            k = i
+            i += 1
+        else:
+            k = j
+            j += 1
+        da[o] = a[k]
+        df[3 * o] = f[3 * k]
+        df[3 * o + 1] = f[3 * k + 1]
+        df[3 * o + 2] = f[3 * k + 2]
+        o += 1
+
+
+def _before(addr_j: int, file_j: int, addr_i: int, file_i: int) -> bool:
+    """Whether a row sorts strictly before another, by address and file: a lower address,
+    or the same with the first an end_sequence (file -1) and the other not."""
+    return addr_j < addr_i or (addr_j == addr_i and file_j == -1 and file_i != -1)
+
+
 def _advance(addr: int, op_index: int, operation: int, min_inst: int,
              max_ops: int) -> tuple[int, int]:
     """(address, op_index) after advancing by `operation` (DWARF 5 §6.2.5.1)."""
@@ -332,11 +623,13 @@ def _packed(make, codes: str) -> array | list:
 
 @lru_cache(maxsize=64)
 def _special_steps(opcode_base: int, line_range: int, min_inst: int,
-                   line_base: int) -> tuple[list[int], list[int]]:
+                   line_base: int) -> tuple[array, array]:
     """Address and line advance of each special opcode (max_ops 1), indexed by opcode;
     units share a few headers, so the tables are built once per header."""
     specials = range(opcode_base, 256)
-    return ([0] * opcode_base + [min_inst * ((op - opcode_base) // line_range) for op in specials],
-            [0] * opcode_base + [line_base + (op - opcode_base) % line_range for op in specials])
+    return (array("q", [0] * opcode_base
+                  + [min_inst * ((op - opcode_base) // line_range) for op in specials]),
+            array("q", [0] * opcode_base
+                  + [line_base + (op - opcode_base) % line_range for op in specials]))
 
 
