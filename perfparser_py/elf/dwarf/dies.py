@@ -174,6 +174,8 @@ class Dies:
         cu.subprograms = []
         cu.nodes = {}
         cu.pending = {}
+        cu.deferred = array("q")
+        cu.prefixes = []
         cu.sub_index = None  # the indexes scopes._subprogram_at and _nodes_at make
         cu.kids = {}
         walk_dies(self, cu, cu.first_die, cu.end, array("q"))
@@ -181,10 +183,12 @@ class Dies:
     def _walk_pending(self, cu: _Cu, off: int) -> None:
         """Walk the subtree of the DIE at `off` that a walk jumped over (once); it may jump
         the subtrees inside in turn."""
-        pending = cu.pending.pop(off, None)
-        if pending is not None:
-            start, end, stack = pending
-            walk_dies(self, cu, start, end, stack)
+        k = cu.pending.pop(off, None)
+        if k is not None:
+            p = cu.deferred
+            i = 5 * k
+            stack = cu.prefixes[p[i + 2]] + array("q", (off, p[i + 3], p[i + 4]))
+            walk_dies(self, cu, p[i], p[i + 1], stack)
 
     def _table(self, cu: _Cu) -> _Table:
         if cu.skips is None:
@@ -211,9 +215,10 @@ class Dies:
             return None
         self._walk(cu)
         parent = self._parents.get(off)
+        deferred = cu.deferred
         while parent is None:  # maybe inside a subtree a walk jumped over
-            hit = next((o for o, (start, end, _) in cu.pending.items() if start <= off < end),
-                       None)
+            hit = next((o for o, k in cu.pending.items()
+                        if deferred[5 * k] <= off < deferred[5 * k + 1]), None)
             if hit is None:
                 break
             self._walk_pending(cu, hit)
@@ -571,6 +576,26 @@ def _subtree_end(info, t: _Table, pos: int, end: int, depth: int, base: int, uni
 _NO_STACK = array("q", bytes(8 * 3 * (_MAX_DEPTH + 1)))
 
 
+def _defer(cu: _Cu, off: int, pos: int, sibling: int, frames: array, depth: int, sub: int,
+           node: int) -> None:
+    """Remember the subtree of the DIE at `off` a walk jumps over: its children from `pos` to
+    `sibling`, and the walk's open DIEs then, `frames[:3 * depth]` and the DIE's own (`off`,
+    `sub`, `node`). Five numbers in `cu.deferred` and an index in `cu.pending` by offset; the
+    open DIEs in `cu.prefixes`, shared by siblings (a unit's functions have the same): a
+    tuple and an array each were 13 MB of python's debug info in a profile."""
+    prefixes = cu.prefixes
+    n = 3 * depth
+    if not prefixes or prefixes[len(prefixes) - 1] != frames[:n]:
+        prefixes.append(frames[:n])
+    deferred = cu.deferred
+    cu.pending[off] = len(deferred) // 5
+    deferred.append(pos)
+    deferred.append(sibling)
+    deferred.append(len(prefixes) - 1)
+    deferred.append(sub)
+    deferred.append(node)
+
+
 def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
     """The walk of Dies._walk from `pos` to `end`, with `stack` the open DIEs with children,
     three numbers each: offset, subprogram offset (0 none, -1 nested), node index. One long
@@ -686,7 +711,7 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
             if sub == off and sibling < 0:  # a subprogram with code, without DW_AT_sibling
                 sibling = _subtree_end(info, t, pos, end, depth, base, unit_end, little)
             if pos < sibling <= end:
-                cu.pending[off] = (pos, sibling, buf[:3 * depth] + array("q", (off, sub, node)))
+                _defer(cu, off, pos, sibling, buf, depth, sub, node)
                 pos = sibling
                 continue
             frames[3 * depth] = off
