@@ -23,6 +23,7 @@ import marshal
 import os
 import struct
 import sys
+from operator import itemgetter
 
 from . import cpus, dispatch, probes
 from .dispatch import ROUTES
@@ -31,7 +32,15 @@ from .ordering import EventQueue
 from .perfdata import events as ev
 from .perfdata.errors import PerfDataError
 from .perfdata.fast import FusedSample
-from .pipeline import CHAIN_FRAMES, CHAIN_IDS, CPUMODE_MASK, Reading, Spaces, recorded_frame_count
+from .pipeline import (
+    CHAIN_FRAMES,
+    CHAIN_IDS,
+    CPUMODE_MASK,
+    FULL_SAMPLE_READS,
+    Reading,
+    Spaces,
+    recorded_frame_count,
+)
 from .source import FileSource
 
 _MIN_BYTES = 2 << 20  # below this, start-up and symbolizing dominate: nothing to win
@@ -49,13 +58,23 @@ _BACKLOG_BYTES = 4 << 20
 WIRE = (*(("now", k) for k, route in ROUTES.items() if route.now is not None),
         *(("out", k) for k, route in ROUTES.items()
           if route.ahead is None and (route.spaces or route.write) is not None),
-        "fused", "chain", "numbered", "attr", "full", "violation", "error", "crash", "end")
+        "fused", "chain", "numbered", "attr", "full", "plain", "violation", "error", "crash",
+        "end")
 _AT = {key: index for index, key in enumerate(WIRE)}
-_FUSED, _CHAIN, _NUMBERED, _FULL = (_AT[k] for k in ("fused", "chain", "numbered", "full"))
+_FUSED, _CHAIN, _NUMBERED, _FULL, _PLAIN = (_AT[k] for k in ("fused", "chain", "numbered",
+                                                               "full", "plain"))
 # "full" carries a SampleEvent's fields with its attr as a number (sent before as "attr"),
 # its raw data as bytes and, unwound, no registers and stack
 _ATTR, _RAW, _REGS, _STACK = (ev.SampleEvent._fields.index(f)
                               for f in ("attr", "raw", "regs", "stack"))
+# "plain" carries a DWARF sample without read values, raw data or branch stack (nearly all):
+# its unwinding result, its attr's number and the other fields Sink.full_sample reads of it;
+# the rest stay empty (_EMPTY), so half the fields are marshalled each way
+_SENT = tuple(ev.SampleEvent._fields.index(f) for f in FULL_SAMPLE_READS
+              if f not in ("attr", "read_values", "raw", "branch_stack"))
+_sent_fields = itemgetter(*_SENT)
+_EMPTY = ev.SampleEvent(None, 0, 0, 0, 0, 0, 0, 0, 0, 0, (), (), None, (), None, 0, (), None, 0,
+                        0, 0, 0, 0)
 _new = tuple.__new__
 
 
@@ -163,6 +182,9 @@ class _Ahead:
         attr = self._attrs.get(id(e.attr))
         if attr is None:
             attr = self._new_attr(e.attr)
+        if e.raw is None and not e.read_values and not e.branch_stack:
+            self.put((_PLAIN, (outcome, attr, _sent_fields(e))))
+            return
         fields = list(e)
         fields[_ATTR] = attr
         if e.raw is not None:
@@ -367,12 +389,20 @@ class _Replay:
             fields[_ATTR] = attrs[fields[_ATTR]]
             full_sample(_new(ev.SampleEvent, fields), outcome)
 
+        def plain(outcome, attr, sent) -> None:
+            fields = list(_EMPTY)
+            fields[_ATTR] = attrs[attr]
+            for i in range(len(_SENT)):
+                fields[_SENT[i]] = sent[i]
+            full_sample(_new(ev.SampleEvent, fields), outcome)
+
         own = {
             "fused": lambda *fields: fused(fields),
             "chain": sink.define_chain,
             "numbered": sink.numbered_sample,
             "attr": lambda blob: attrs.append(pickle.loads(blob)),
             "full": full,
+            "plain": plain,
             "violation": sink.time_order_violation,
             "error": self.error,
             "crash": self.crash,

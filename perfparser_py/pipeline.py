@@ -38,6 +38,11 @@ def ip_is_user(misc: int, in_kernel: bool) -> bool:
     return cpumode == CPUMODE_USER or (cpumode == 0 and not in_kernel)
 
 
+# what Sink.full_sample reads of a SampleEvent it is given the outcome of
+FULL_SAMPLE_READS = ("attr", "pid", "tid", "time", "cpu", "ip", "id", "period", "read_values",
+                     "callchain", "raw", "branch_stack", "misc")
+
+
 def recorded_frame_count(e, kernel_range: tuple[int, int]) -> int:
     """How many frames a full sample's recorded call chain and branch stack give (what
     Sink._recorded_frames resolves), without resolving them."""
@@ -274,7 +279,9 @@ class Sink(Spaces):
 
     def full_sample(self, e, outcome=_UNWIND_HERE) -> None:
         """A SampleEvent; `outcome` is its unwind_outcome(), computed here unless the reading
-        process of a split run did."""
+        process of a split run did. Given an outcome, it reads no fields but FULL_SAMPLE_READS
+        (a split run sends no others of a sample without read values, raw data or branch
+        stack)."""
         pid = e.pid
         proc = self.session.process(pid)
         ip = e.ip
