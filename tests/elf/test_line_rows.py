@@ -121,6 +121,23 @@ def test_a_program_of_one_row_a_byte_gets_room_for_all() -> None:
     assert packed is not None and len(packed[0]) == 5001
 
 
+def test_room_for_rows_grows_with_the_rows_not_with_the_programs_length() -> None:
+    """A long program with few rows (a hostile unit length over a section of padding, here
+    2 MB of negate_stmt) costs memory for its rows, not for the rows it could hold."""
+    import tracemalloc
+
+    program = _set_address(0x1000) + b"\x21" + b"\6" * (2 << 20) + _END
+    args = (0, len(program), 5, 1, 1, _RANGE, _BASE, _LINE_BASE, _STD_LENGTHS)
+    tracemalloc.start()
+    try:
+        packed = lines._packed_rows(program, True, *args)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert packed is not None and len(packed[0]) == 2
+    assert peak < 1 << 20
+
+
 def test_malformed_programs_fail_as_the_general_decoder_does() -> None:
     good = _set_address(0x1000) + b"\3" + _sleb(-300) + b"\1" + b"\2" + _uleb(300) + _END
     for cut in range(1, len(good)):

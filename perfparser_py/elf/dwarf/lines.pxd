@@ -9,7 +9,7 @@ from perfparser_py.elf.leb128 cimport sleb, sleb_value, uint_at, uleb, uleb_end,
 
 cdef unsigned long long _U64
 cdef long long _I32, _LINE_STEP, _SATURATED
-cdef Py_ssize_t _FULL
+cdef Py_ssize_t _FULL, _FIRST_ROWS
 
 
 @cython.locals(data="const unsigned char[:]", rows=list, seq=Py_ssize_t, little=bint,
@@ -29,22 +29,22 @@ cpdef tuple _pack_rows(list rows)
 cpdef tuple _header_entries(object dw, object cu, object sec, Py_ssize_t pos)
 
 
-@cython.locals(size=Py_ssize_t, cap=Py_ssize_t, n=Py_ssize_t)
+@cython.locals(room=Py_ssize_t, n=Py_ssize_t, state=list)
 cpdef object _packed_rows(object sec, bint little, Py_ssize_t pos, Py_ssize_t end, int version,
                           object min_inst, object max_ops, int line_range, int opcode_base,
                           object line_base, bytes std_lengths)
 
 @cython.locals(data="const unsigned char[:]", a="unsigned long long[:]", f="int[:]",
-               cap=Py_ssize_t, n=Py_ssize_t, start=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t,
-               addr="unsigned long long", step="unsigned long long",
+               room=Py_ssize_t, pos=Py_ssize_t, n=Py_ssize_t, start=Py_ssize_t, k=Py_ssize_t,
+               j=Py_ssize_t, addr="unsigned long long", step="unsigned long long",
                operation="unsigned long long", const_step="unsigned long long",
                file="long long", line="long long", column="long long", length="long long",
                addr_step="const long long[:]", line_step="const long long[:]", row=bint,
                op=int, v=int, sub=int, delta="long long")
-cpdef Py_ssize_t _decode_rows(object sec, bint little, Py_ssize_t pos, Py_ssize_t end,
-                              int version, unsigned long long min_inst, int line_range,
-                              int opcode_base, object line_base, bytes std_lengths,
-                              object addrs, object flat) except -2
+cpdef Py_ssize_t _decode_rows(object sec, bint little, Py_ssize_t end, int version,
+                              unsigned long long min_inst, int line_range, int opcode_base,
+                              object line_base, bytes std_lengths, object addrs, object flat,
+                              list state) except -2
 
 @cython.locals(a="unsigned long long[:]", f="int[:]", i=Py_ssize_t, j=Py_ssize_t,
                o=Py_ssize_t, last=Py_ssize_t, hi=Py_ssize_t, lo=Py_ssize_t, k=Py_ssize_t,

@@ -308,6 +308,7 @@ _I32 = 0x7FFFFFFF
 _LINE_STEP = 1 << 40
 _SATURATED = 0x7FFFFFFFFFFFFFFF  # what uleb_value gives for a number it cannot hold
 _FULL = -3  # _decode_rows: more rows than the arrays have room for
+_FIRST_ROWS = 1 << 14
 _ZERO_Q = array("Q", [0])
 _ZERO_I = array("i", [0])
 
@@ -322,19 +323,23 @@ def _packed_rows(sec, little: bool, pos: int, end: int, version: int, min_inst: 
     (it adds to the unit's files), VLIW (max_ops > 1) or a malformed program."""
     if max_ops != 1:
         return None
-    # Compilers write 4-7 bytes a row: room for one row every two bytes, else for the most a
-    # program can hold (a row takes an opcode byte at least).
-    size = max(end - pos, 0)
-    for cap in (size // 2 + 64, size):
-        addrs = _ZERO_Q * cap
-        flat = _ZERO_I * (3 * cap)
-        try:
-            n = _decode_rows(sec, little, pos, end, version, min_inst, line_range, opcode_base,
-                             line_base, std_lengths, addrs, flat)
-        except _MALFORMED:
-            return None
-        if n != _FULL:
-            break
+    # Compilers write 4-7 bytes a row: room for one row every two bytes, up to _FIRST_ROWS,
+    # then twice as much each time it fills (what a hostile unit length claims is never
+    # allocated ahead)
+    room = min(max(end - pos, 0) // 2, _FIRST_ROWS) + 64
+    addrs = _ZERO_Q * room
+    flat = _ZERO_I * (3 * room)
+    state = [pos, 0, 0, 0, 1, 1, 0]
+    try:
+        while True:
+            n = _decode_rows(sec, little, end, version, min_inst, line_range, opcode_base,
+                             line_base, std_lengths, addrs, flat, state)
+            if n != _FULL:
+                break
+            addrs.extend(_ZERO_Q * len(addrs))
+            flat.extend(_ZERO_I * len(flat))
+    except _MALFORMED:
+        return None
     if n < 0:
         return None
     del addrs[n:]
@@ -342,27 +347,27 @@ def _packed_rows(sec, little: bool, pos: int, end: int, version: int, min_inst: 
     return _sort_rows(addrs, flat, n)
 
 
-def _decode_rows(sec, little: bool, pos: int, end: int, version: int, min_inst: int,
-                 line_range: int, opcode_base: int, line_base: int, std_lengths: bytes,
-                 addrs: array, flat: array) -> int:
+def _decode_rows(sec, little: bool, end: int, version: int, min_inst: int, line_range: int,
+                 opcode_base: int, line_base: int, std_lengths: bytes, addrs: array,
+                 flat: array, state: list) -> int:
     """_run's loop for _packed_rows, max_ops 1: the rows into `addrs` and `flat` in program
     order, except that an end_sequence goes before the rows of its sequence at its own
-    address (where the sort puts it, saving it a merge); how many, _FULL when the arrays
-    have no room for them, or -1 for what _run must decide. Reads what _run reads in the
-    same order, so it fails where _run does."""
+    address (where the sort puts it, saving it a merge); how many, or -1 for what _run must
+    decide. From `state` (position, rows so far, first row of this sequence, address, file,
+    line, column) and, when the arrays are full, back into it with _FULL returned: called
+    again with more room, it goes on. Reads what _run reads in the same order, so it fails
+    where _run does."""
     data = sec
     a = addrs
     f = flat
-    cap = len(a)
-    n = 0
-    start = 0  # the first row of this sequence
-    addr = 0
-    file = 1
-    line = 1
-    column = 0
+    room = len(a)
+    pos, n, start, addr, file, line, column = state
     addr_step, line_step = _special_steps(opcode_base, line_range, min_inst, line_base)
     const_step = min_inst * ((255 - opcode_base) // line_range)
     while pos < end:
+        if n == room:  # an opcode adds one row at most
+            state[:] = [pos, n, start, addr, file, line, column]
+            return _FULL
         op = data[pos]
         pos += 1
         row = False
@@ -416,8 +421,6 @@ def _decode_rows(sec, little: bool, pos: int, end: int, version: int, min_inst: 
                 return -1  # _run raises
             sub = data[pos]
             if sub == 1:  # end_sequence
-                if n == cap:
-                    return _FULL
                 if line < -_I32 - 1 or line > _I32 or column > _I32:
                     return -1
                 k = n
@@ -464,8 +467,6 @@ def _decode_rows(sec, little: bool, pos: int, end: int, version: int, min_inst: 
             for _ in range(std_lengths[op - 1]):
                 pos = uleb_end(data, pos)
         if row:
-            if n == cap:
-                return _FULL
             if file > _I32 or line < -_I32 - 1 or line > _I32 or column > _I32:
                 return -1
             a[n] = addr
