@@ -52,7 +52,7 @@ cpdef Py_ssize_t _decode_rows(object sec, bint little, Py_ssize_t end, int versi
                starts=list, runs=list, members=list)
 cpdef tuple _sort_rows(object addrs, object flat, Py_ssize_t n)
 
-@cython.locals(lo=Py_ssize_t, size=Py_ssize_t, runs=Py_ssize_t, k=Py_ssize_t, hi=Py_ssize_t)
+@cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, runs=Py_ssize_t, k=Py_ssize_t, end=Py_ssize_t)
 cpdef void _merge_runs(object addrs, object flat, object bounds) except *
 
 @cython.locals(a="unsigned long long[:]", f="int[:]", da="unsigned long long[:]", df="int[:]",

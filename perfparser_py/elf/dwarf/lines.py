@@ -532,23 +532,24 @@ def _merge_runs(addrs: array, flat: array, bounds: array) -> None:
     """Merge, in place, the consecutive runs of rows between `bounds`, each in order, into
     one (stable: on a tie, the earlier run's row first)."""
     lo = bounds[0]
-    size = bounds[len(bounds) - 1] - lo
-    src_a, src_f = addrs, flat
-    dst_a = _ZERO_Q * (lo + size)  # rows below lo unused: the same positions in both
-    dst_f = _ZERO_I * (3 * (lo + size))
-    while len(bounds) > 2:
-        merged = array("q", [lo])
-        runs = len(bounds) - 1
+    hi = bounds[len(bounds) - 1]
+    src_a, src_f = addrs[lo:hi], flat[3 * lo:3 * hi]
+    dst_a, dst_f = _ZERO_Q * (hi - lo), _ZERO_I * (3 * (hi - lo))
+    cuts = array("q")
+    for k in range(len(bounds)):
+        cuts.append(bounds[k] - lo)
+    while len(cuts) > 2:
+        merged = array("q", [0])
+        runs = len(cuts) - 1
         for k in range(0, runs, 2):
-            hi = bounds[k + 2] if k + 1 < runs else bounds[k + 1]
-            _merge(src_a, src_f, dst_a, dst_f, bounds[k], bounds[k + 1], hi)
-            merged.append(hi)
-        bounds = merged
+            end = cuts[k + 2] if k + 1 < runs else cuts[k + 1]
+            _merge(src_a, src_f, dst_a, dst_f, cuts[k], cuts[k + 1], end)
+            merged.append(end)
+        cuts = merged
         src_a, dst_a = dst_a, src_a
         src_f, dst_f = dst_f, src_f
-    if src_a is not addrs:
-        addrs[lo:lo + size] = src_a[lo:lo + size]
-        flat[3 * lo:3 * (lo + size)] = src_f[3 * lo:3 * (lo + size)]
+    addrs[lo:hi] = src_a
+    flat[3 * lo:3 * hi] = src_f
 
 
 def _merge(src_a: array, src_f: array, dst_a: array, dst_f: array, lo: int, mid: int,
