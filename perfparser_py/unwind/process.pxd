@@ -4,8 +4,6 @@
 cimport cython
 
 from perfparser_py.session cimport AddressSpace, Mapping
-
-
 from perfparser_py.unwind.history cimport History
 
 

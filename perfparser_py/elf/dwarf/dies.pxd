@@ -56,6 +56,6 @@ cpdef tuple read_die(object dw, object cu, const unsigned char[:] info, object s
                at=Py_ssize_t)
 cpdef walk_dies(object dw, object cu, Py_ssize_t pos, Py_ssize_t end, object stack)
 
-@cython.locals(prefixes=list, n=Py_ssize_t)
+@cython.locals(prefixes=list)
 cdef void _defer(object cu, Py_ssize_t off, Py_ssize_t pos, long long sibling, object frames,
                  Py_ssize_t depth, long long sub, long long node) except *

@@ -584,9 +584,9 @@ def _defer(cu: _Cu, off: int, pos: int, sibling: int, frames: array, depth: int,
     open DIEs in `cu.prefixes`, shared by siblings (a unit's functions have the same): a
     tuple and an array each were 13 MB of python's debug info in a profile."""
     prefixes = cu.prefixes
-    n = 3 * depth
-    if not prefixes or prefixes[len(prefixes) - 1] != frames[:n]:
-        prefixes.append(frames[:n])
+    prefix = frames[:3 * depth]
+    if not prefixes or prefixes[len(prefixes) - 1] != prefix:
+        prefixes.append(prefix)
     deferred = cu.deferred
     cu.pending[off] = len(deferred) // 5
     deferred.append(pos)
