@@ -58,21 +58,16 @@ _BACKLOG_BYTES = 4 << 20
 WIRE = (*(("now", k) for k, route in ROUTES.items() if route.now is not None),
         *(("out", k) for k, route in ROUTES.items()
           if route.ahead is None and (route.spaces or route.write) is not None),
-        "fused", "chain", "numbered", "attr", "full", "plain", "violation", "error", "crash",
-        "end")
+        "fused", "chain", "numbered", "attr", "full", "violation", "error", "crash", "end")
 _AT = {key: index for index, key in enumerate(WIRE)}
-_FUSED, _CHAIN, _NUMBERED, _FULL, _PLAIN = (_AT[k] for k in ("fused", "chain", "numbered",
-                                                               "full", "plain"))
-# "full" carries a SampleEvent's fields with its attr as a number (sent before as "attr"),
-# its raw data as bytes and, unwound, no registers and stack
-_ATTR, _RAW, _REGS, _STACK = (ev.SampleEvent._fields.index(f)
-                              for f in ("attr", "raw", "regs", "stack"))
-# "plain" carries a DWARF sample without read values, raw data or branch stack (nearly all):
-# its unwinding result, its attr's number and the other fields Sink.full_sample reads of it;
-# the rest stay empty (_EMPTY), so half the fields are marshalled each way
-_SENT = tuple(ev.SampleEvent._fields.index(f) for f in FULL_SAMPLE_READS
-              if f not in ("attr", "read_values", "raw", "branch_stack"))
+_FUSED, _CHAIN, _NUMBERED, _FULL = (_AT[k] for k in ("fused", "chain", "numbered", "full"))
+# "full" carries a SampleEvent unwound: its unwinding result, its attr as a number (sent
+# before as "attr") and the other fields Sink.full_sample reads of it, its raw data as bytes;
+# the rest (registers, stack, weight, ...) arrive empty (_EMPTY): half the fields marshalled
+_ATTR, _RAW = (ev.SampleEvent._fields.index(f) for f in ("attr", "raw"))
+_SENT = tuple(ev.SampleEvent._fields.index(f) for f in FULL_SAMPLE_READS if f != "attr")
 _sent_fields = itemgetter(*_SENT)
+_SENT_RAW = _SENT.index(_RAW)
 _EMPTY = ev.SampleEvent(None, 0, 0, 0, 0, 0, 0, 0, 0, 0, (), (), None, (), None, 0, (), None, 0,
                         0, 0, 0, 0)
 _new = tuple.__new__
@@ -182,16 +177,11 @@ class _Ahead:
         attr = self._attrs.get(id(e.attr))
         if attr is None:
             attr = self._new_attr(e.attr)
-        if e.raw is None and not e.read_values and not e.branch_stack:
-            self.put((_PLAIN, (outcome, attr, _sent_fields(e))))
-            return
-        fields = list(e)
-        fields[_ATTR] = attr
-        if e.raw is not None:
-            fields[_RAW] = bytes(e.raw)
-        fields[_REGS] = ()  # what unwinding needs is done
-        fields[_STACK] = None
-        self.put((_FULL, (outcome, tuple(fields))))
+        sent = _sent_fields(e)
+        if e.raw is not None:  # a memoryview: marshal takes its bytes
+            sent = list(sent)
+            sent[_SENT_RAW] = bytes(e.raw)
+        self.put((_FULL, (outcome, attr, sent)))
 
     def _new_attr(self, attr) -> int:
         """Number an attribute not sent yet, and send it (unwind() looks it up)."""
@@ -384,12 +374,7 @@ class _Replay:
         def out(kind: type, handler):
             return lambda *fields: handler(_new(kind, fields))
 
-        def full(outcome, fields) -> None:
-            fields = list(fields)
-            fields[_ATTR] = attrs[fields[_ATTR]]
-            full_sample(_new(ev.SampleEvent, fields), outcome)
-
-        def plain(outcome, attr, sent) -> None:
+        def full(outcome, attr, sent) -> None:
             fields = list(_EMPTY)
             fields[_ATTR] = attrs[attr]
             for i in range(len(_SENT)):
@@ -402,7 +387,6 @@ class _Replay:
             "numbered": sink.numbered_sample,
             "attr": lambda blob: attrs.append(pickle.loads(blob)),
             "full": full,
-            "plain": plain,
             "violation": sink.time_order_violation,
             "error": self.error,
             "crash": self.crash,

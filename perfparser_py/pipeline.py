@@ -280,8 +280,7 @@ class Sink(Spaces):
     def full_sample(self, e, outcome=_UNWIND_HERE) -> None:
         """A SampleEvent; `outcome` is its unwind_outcome(), computed here unless the reading
         process of a split run did. Given an outcome, it reads no fields but FULL_SAMPLE_READS
-        (a split run sends no others of a sample without read values, raw data or branch
-        stack)."""
+        (a split run sends no others)."""
         pid = e.pid
         proc = self.session.process(pid)
         ip = e.ip

@@ -181,9 +181,9 @@ def test_sender_reports_a_reader_gone():
     os.close(wfd)
 
 
-def test_a_plain_dwarf_sample_travels_as_the_fields_the_writing_side_reads():
-    """A DWARF sample without read values, raw data or branch stack goes as "plain": the
-    fields Sink.full_sample reads, the same on arrival; any of those three makes it "full"."""
+def test_an_unwound_sample_travels_as_the_fields_the_writing_side_reads():
+    """A DWARF sample goes as the fields Sink.full_sample reads, the same on arrival, with
+    read values, raw data (as bytes) and a branch stack as with none."""
     from perfparser_py.perfdata import events as ev
     from perfparser_py.perfdata.attr import PerfEventAttr
 
@@ -194,12 +194,12 @@ def test_a_plain_dwarf_sample_travels_as_the_fields_the_writing_side_reads():
     e = ev.SampleEvent(attr, 7, 8, 10**12, 1, 0x401000, 0x5000, 42, 43, 1999, (),
                        (0xFFFFFFFFFFFFFF80, 0xFFFFFFFF81000000), None, (), None, 2, (1, 2),
                        memoryview(b"\0" * 8), 5, 6, 7, 96, 2)
-    ahead.unwind(e)
-    ahead.unwind(e._replace(read_values=((5, 42),)))
-    ahead.unwind(e._replace(raw=memoryview(b"abcd")))
-    ahead.unwind(e._replace(branch_stack=((1, 2, 0),)))
+    samples = [e, e._replace(read_values=((5, 42),)), e._replace(raw=memoryview(b"abcd")),
+               e._replace(branch_stack=((1, 2, 0),))]
+    for sample in samples:
+        ahead.unwind(sample)
     kinds = [parallel.WIRE[index] for index, _ in sent]
-    assert kinds == ["attr", "plain", "full", "full", "full"]
+    assert kinds == ["attr", "full", "full", "full", "full"]
 
     from unittest import mock
 
@@ -209,11 +209,13 @@ def test_a_plain_dwarf_sample_travels_as_the_fields_the_writing_side_reads():
     replay = parallel._Replay(r)
     for index, args in sent:
         replay.handlers[index](*args)
-    arrived, outcome = got[0]
-    assert outcome is None
-    for name in pipeline.FULL_SAMPLE_READS:
-        if name == "attr":
-            assert arrived.attr == attr
-        else:
-            assert getattr(arrived, name) == getattr(e, name), name
-    assert [g[0].read_values for g in got[1:]] == [((5, 42),), (), ()]
+    for sample, (arrived, outcome) in zip(samples, got, strict=True):
+        assert outcome is None
+        for name in pipeline.FULL_SAMPLE_READS:
+            if name == "attr":
+                assert arrived.attr == attr
+            elif name == "raw" and sample.raw is not None:
+                assert arrived.raw == bytes(sample.raw)
+            else:
+                assert getattr(arrived, name) == getattr(sample, name), name
+    assert [g[0].read_values for g in got] == [(), ((5, 42),), (), ()]
