@@ -8,9 +8,9 @@ process that symbolizes and writes. A route names, per column, a method of:
 
 - `now`: the writing side when read (pipeline.Run): what upstream sends at parse time. It runs
   before `read`, so a COMM's name is defined before a flush that queueing the COMM causes.
-- `read`: the reading side when read (pipeline.Reading): into the queue, or what the event
+- `read`: the reading side when read (reading.Reading): into the queue, or what the event
   changes in the queue's flushing mode and in finding files.
-- `spaces`: the address spaces when handed out (pipeline.Spaces, so session.py): the writing
+- `spaces`: the address spaces when handed out (reading.Spaces, so session.py): the writing
   side's, and in a split run the reading process's too while its samples carry stacks.
 - `write`: the writing side when handed out (pipeline.Sink): symbols and messages.
 - `ahead`: what a split run's reading process does to a handed-out sample before sending it
@@ -90,12 +90,12 @@ def handlers(first, second) -> dict[type, object]:
 
 def on_read(run, reading) -> dict[type, object]:
     """The handlers of events as read: `now` on run (a pipeline.Run), `read` on reading (a
-    pipeline.Reading)."""
+    reading.Reading)."""
     return handlers(column(run, "now"), column(reading, "read"))
 
 
 def on_hand_out(spaces, sink) -> dict[type, object]:
-    """The handlers of events the queue hands out: `spaces` on spaces (a pipeline.Spaces),
+    """The handlers of events the queue hands out: `spaces` on spaces (a reading.Spaces),
     then `write` on sink (a pipeline.Sink)."""
     return handlers(column(spaces, "spaces"), column(sink, "write"))
 

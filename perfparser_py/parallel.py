@@ -1,7 +1,7 @@
 """Split runs: the pipeline's two halves on two cores.
 
 A forked child reads the input, orders it (EventQueue) and unwinds DWARF stacks against its
-own copy of the address spaces (pipeline.Spaces); this process symbolizes and writes. Both
+own copy of the address spaces (reading.Spaces); this process symbolizes and writes. Both
 dispatch events by the one table, dispatch.ROUTES: the child runs the reading side's
 handlers and, in order, sends each call of a writing side's handler as (its index in WIRE,
 args); this process calls the same handler, so the output is byte-identical to a serial
@@ -10,11 +10,10 @@ result instead of its registers and stack, and a repeated frame-pointer call cha
 number the child gave it (Sink.numbered_sample). The calls go as marshalled batches through
 a pipe.
 
-Used for regular-file input of at least _MIN_BYTES when two CPUs are available;
-`PERFPARSER_PY_SPLIT=0` turns it off, `=1` forces it (tests). Not for `--print-stats`
-(nothing to split) or with debuginfod configured (downloads would run in both processes).
-The pipe bounds memory: the child blocks while this process is behind. If the child dies,
-this process reports how it ended (RuntimeError) after what was already replayed.
+Whether a run is split, and the fork, are split.py's: the child starts before this process
+imports its stages, and imports only the reading side's (reading.py). The pipe bounds memory:
+the child blocks while this process is behind. If the child dies, this process reports how
+it ended (RuntimeError) after what was already replayed.
 """
 
 from __future__ import annotations
@@ -25,28 +24,30 @@ import struct
 import sys
 from operator import itemgetter
 
-from . import cpus, dispatch, probes
+from . import dispatch, probes
 from .dispatch import ROUTES
 from .jitdump import JitDumps
 from .ordering import EventQueue
 from .perfdata import events as ev
 from .perfdata.errors import PerfDataError
 from .perfdata.fast import FusedSample
-from .pipeline import (
+from .reading import (
     CHAIN_FRAMES,
     CHAIN_IDS,
     CPUMODE_MASK,
     FULL_SAMPLE_READS,
     Reading,
     Spaces,
+    arch_name,
+    finder_for,
     recorded_frame_count,
 )
-from .source import FileSource
 
-_MIN_BYTES = 2 << 20  # below this, start-up and symbolizing dominate: nothing to win
 _BATCH = 512  # items per marshalled batch
+# The first batches are smaller, and the header's events go alone, so that this process
+# starts on them (opening the files with samples, their symbols) while the child unwinds
+_FIRST_BATCH = 16
 _LEN = struct.Struct("<I")
-_PIPE_BYTES = 16 << 20  # wanted pipe capacity (capped by the system's pipe-max-size)
 # batches the child keeps in memory while the pipe is full: ~16 k DWARF samples; beyond a
 # start-up burst they only wait on a slower parent (a perf record -a: 7 MB of 16 allowed)
 _BACKLOG_BYTES = 4 << 20
@@ -73,29 +74,10 @@ _EMPTY = ev.SampleEvent(None, 0, 0, 0, 0, 0, 0, 0, 0, 0, (), (), None, (), None,
 _new = tuple.__new__
 
 
-def wanted(r, source) -> bool:
-    """Whether the run `r` (a pipeline.Run) should be split (see the module docstring)."""
-    switch = os.environ.get("PERFPARSER_PY_SPLIT", "")
-    if (switch == "0" or r.stats_mode or not isinstance(source, FileSource)
-            or r.finder.debuginfod is not None or not hasattr(os, "fork")):
-        return False
-    if switch == "1":
-        return True
-    return source.size >= _MIN_BYTES and cpus.usable() >= 2
-
-
-def run_split(r, source) -> int:
-    """Run the reading half in a child; replay what it forwards into `r` (a pipeline.Run).
-    Returns the exit code of what the input gave (PerfDataError codes); r.finish() follows."""
-    rfd, wfd = os.pipe()
-    _widen(wfd)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child never returns
-        os.close(rfd)
-        _child(r, source, wfd)
-    os.close(wfd)
+def replay(r, pid: int, rfd: int) -> int:
+    """Replay into `r` (a pipeline.Run) what the reading process `pid` (split.start's) sends
+    through the pipe `rfd`, then reap it. Returns the exit code of what the input gave
+    (PerfDataError codes); r.finish() follows."""
     reaped = False
     try:
         with os.fdopen(rfd, "rb", buffering=1 << 16) as pipe:
@@ -116,19 +98,6 @@ class _Vanished(Exception):
 
 
 # -- the child: read, order, unwind, forward ---------------------------------------------
-
-def _widen(fd: int) -> None:
-    """Let the child run ahead while the parent is busy with first resolutions (kallsyms,
-    DWARF indexes): a 64 KiB pipe would stall it after ~1000 samples."""
-    try:
-        import fcntl
-
-        with open("/proc/sys/fs/pipe-max-size") as f:
-            size = min(int(f.read()), _PIPE_BYTES)
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
-    except (ImportError, AttributeError, OSError, ValueError):
-        pass  # a smaller pipe only costs overlap
-
 
 class _Ahead:
     """The child's handlers of samples the queue hands out (ROUTES' `ahead`): a DWARF sample is
@@ -291,7 +260,9 @@ class _Sender:
                 cond.notify()
 
 
-def _child(r, source, wfd: int) -> None:
+def reading_process(options, source, wfd: int) -> None:
+    """The child of split.start: read `source`, order and unwind, and send everything to the
+    pipe `wfd`; it ends the process."""
     code = 0
     sender = _Sender(wfd)
     items: list = []
@@ -302,7 +273,7 @@ def _child(r, source, wfd: int) -> None:
         items.clear()
 
     try:
-        _read(r, source, items, send)
+        _read(options, source, items, send)
         items.append((_AT["end"], (probes.taken(),)))  # the files this process looked at
         send()
         sender.close()
@@ -320,31 +291,30 @@ def _child(r, source, wfd: int) -> None:
     os._exit(code)
 
 
-def _read(r, source, items: list, send) -> None:
+def _read(options, source, items: list, send) -> None:
     from .perfdata.reader import PerfReader
 
-    options = r.options
-    r.finder.progress = None
-    r.finder.prefetch = False  # no symbols here
-    spaces = Spaces(options, r.finder)
-    spaces.set_arch(r.arch_name)
+    spaces = Spaces(options, finder_for(options))  # no progress, no prefetch: no symbols here
+    name = arch_name(options)
+    spaces.set_arch(name)
     put = items.append
     handed_out: dict = {}
     violation = _AT["violation"]
     queue = EventQueue(dispatch.HandOut(handed_out, lambda *args: put((violation, args))),
                        options.buffer_size, options.max_buffer_size)
-    reading = Reading(queue, JitDumps(options.perf_map_path, options.input), spaces,
-                      r.arch_name)
+    reading = Reading(queue, JitDumps(options.perf_map_path, options.input), spaces, name)
     now, keep, out = _sends(put, reading, _Ahead(put, reading))
     handed_out.update(dispatch.handlers(keep, out))
     on_read = dispatch.handlers(now, dispatch.column(reading, "read"))
+    batch = _FIRST_BATCH
     try:
         for e in PerfReader(source, fused=True).events():
             handler = on_read.get(type(e))
             if handler is not None:
                 handler(e)
-            if len(items) >= _BATCH:
+            if len(items) >= batch or type(e) is ev.DataStartEvent:
                 send()
+                batch = min(2 * batch, _BATCH)
     except PerfDataError as err:
         put((_AT["error"], (str(err), err.exit_code)))
     queue.finish()

@@ -5,22 +5,30 @@ newer layouts)."""
 
 from __future__ import annotations
 
-from .protocol import HEADER, MAGIC, ProtocolError
+from .perfdata.header import MAGIC_BE, MAGIC_LE
 
 
 def is_saved_stream(path: str) -> bool:
+    """Whether the file at `path` is a saved stream. Every run asks, before the protocol
+    package is imported (~4 ms): a perf.data file is told by its own magic first."""
     try:
         with open(path, "rb") as f:
-            return f.read(len(MAGIC)) == MAGIC
+            head = f.read(16)
     except OSError:
         return False  # the reader reports why it cannot open it
+    if head[:8] in (MAGIC_LE, MAGIC_BE):
+        return False
+    from .protocol import MAGIC
+
+    return head[:len(MAGIC)] == MAGIC
 
 
 def pass_through(path: str, out, flavour: str) -> str | None:
     """Write the stream at `path` in `flavour`; returns a warning to print, or None. Messages
     the target flavour has no layout for are left out; an incomplete last message is dropped
     (hotspot would stop there)."""
-    from .protocol.reader import encode, read_stream  # every run asks is_saved_stream: on use
+    from .protocol import HEADER, ProtocolError
+    from .protocol.reader import encode, read_stream
 
     with open(path, "rb") as f:
         data = f.read()

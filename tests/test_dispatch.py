@@ -4,10 +4,10 @@ writing-side call the table can make, so a row added there needs nothing else.""
 
 from __future__ import annotations
 
-from perfparser_py import parallel, pipeline
+from perfparser_py import parallel, pipeline, reading
 from perfparser_py.dispatch import ROUTES, Route
 
-COLUMNS = {"now": pipeline.Run, "read": pipeline.Reading, "spaces": pipeline.Spaces,
+COLUMNS = {"now": pipeline.Run, "read": reading.Reading, "spaces": reading.Spaces,
            "write": pipeline.Sink, "ahead": parallel._Ahead}
 
 

@@ -23,7 +23,9 @@ from perfparser_py.cli import make_options, parse_args
 from perfparser_py.elf.vdso import RUNNING_KERNEL as NOTES
 from perfparser_py.kernel import kallsyms
 from perfparser_py.kernel.kallsyms import Kallsyms
-from perfparser_py.kernel.symbols import KernelSymbols, likely_path, running_build_id
+from perfparser_py.kernel.symbols import (
+    KernelSymbols, likely_path, of_running_kernel, running_build_id,
+)
 from perfparser_py.kernel.worker import KallsymsWorker
 from tests.corpus.expect import CORPUS, decode, run_parser
 from tests.test_kernel_worker import run_with_worker
@@ -116,12 +118,11 @@ def test_a_kernel_mmap2_build_id_is_the_recorded_one(tmp_path: Path) -> None:
 def test_of_the_running_kernel(tmp_path: Path) -> None:
     """What a vDSO without a recorded build id is taken to be our own by (elf.finder)."""
     notes = _notes(tmp_path / "notes", RECORDED_ID)
-    ks = _symbols(None, "/", tmp_path, None)
-    assert ks.of_running_kernel(None, notes)  # the recording names none
-    assert ks.of_running_kernel(RECORDED_ID, notes)
-    assert not ks.of_running_kernel(bytes(range(20)), notes)
-    assert not _symbols(None, str(tmp_path), tmp_path, None).of_running_kernel(None, notes)
-    assert not _symbols("/k", "/", tmp_path, None).of_running_kernel(None, notes)
+    assert of_running_kernel(None, "/", None, notes)  # the recording names none
+    assert of_running_kernel(None, "/", RECORDED_ID, notes)
+    assert not of_running_kernel(None, "/", bytes(range(20)), notes)
+    assert not of_running_kernel(None, str(tmp_path), None, notes)
+    assert not of_running_kernel("/k", "/", None, notes)
 
 
 def test_an_explicit_file_is_trusted(tmp_path: Path) -> None:

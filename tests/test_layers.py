@@ -4,7 +4,7 @@ stage imports only its own stage and the stages before it.
 STAGES is the one statement of the layering (README.md's layout section points here).
 Data flows source -> grammar -> ordering -> session -> unwind -> symbolize -> emit -> protocol;
 imports follow who calls whom, so the writer (protocol) and the id-giver (emit) come before
-the symbolizer that calls them, and the wiring (pipeline, parallel, run) comes after every
+the symbolizer that calls them, and the wiring (reading, pipeline, parallel, run) comes after every
 stage it wires. Every import statement counts, the ones inside functions and under
 TYPE_CHECKING too: a lazy import is still a dependency, only a later one.
 """
@@ -33,8 +33,10 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("emit", ("emit",)),
     ("symbolize", ("symbolize", "kernel", "kernel.*", "jitmap", "tracepoints")),
     ("dispatch", ("dispatch",)),
+    # the reading side (a split run's reading process imports it alone), then the writing side
+    ("reading", ("reading",)),
     ("pipeline", ("pipeline",)),
-    ("parallel", ("parallel",)),
+    ("parallel", ("parallel", "split")),
     ("run", ("run", "replay")),
     # the commands; the package itself (its compiled_core() looks the unwinder up) is read by cli
     ("tools", ("", "__main__", "cli", "saved_stream", "stream_state", "textdump", "reports",
@@ -150,6 +152,6 @@ def test_the_checker_sees_lazy_and_relative_imports():
     graph = _graph()
     assert "flavour" in graph["cli"]  # main(): inside a function
     assert "" in graph  # the package itself
-    assert "cpus" in graph["parallel"]  # from . import cpus
+    assert "cpus" in graph["split"]  # from . import cpus
     assert "perfdata.events" in graph["dispatch"]  # from .perfdata import events as ev
     assert "elf.leb128" in graph["elf.cfi"]  # from .leb128 import ..., inside a package

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from perfparser_py import parallel, pipeline
+from perfparser_py import parallel, pipeline, reading, split
 from perfparser_py.kernel.worker import _read_to_end
 from perfparser_py.run import run
+from perfparser_py.source import FileSource
 from perfparser_py.cli import make_options, parse_args
 from tests.corpus.expect import CORPUS, case_options
 
@@ -49,16 +50,19 @@ def test_split_run_writes_what_the_serial_run_writes(case: Path, data: Path):
 
 
 def test_small_files_are_not_split_unless_forced(monkeypatch):
-    source = type("S", (parallel.FileSource,), {"buffer": lambda self: b"x" * 100})
+    source = type("S", (FileSource,), {"buffer": lambda self: b"x" * 100})
     src = source.__new__(source)
-    r = type("R", (), {"stats_mode": False,
-                       "finder": type("F", (), {"debuginfod": None})()})()
+    options = make_options({})
+    monkeypatch.delenv("DEBUGINFOD_URLS", raising=False)
     monkeypatch.setenv("PERFPARSER_PY_SPLIT", "")
-    assert not parallel.wanted(r, src)
+    assert not split.wanted(options, src)
     monkeypatch.setenv("PERFPARSER_PY_SPLIT", "1")
-    assert parallel.wanted(r, src)
-    r.stats_mode = True
-    assert not parallel.wanted(r, src)
+    assert split.wanted(options, src)
+    monkeypatch.setenv("DEBUGINFOD_URLS", "http://127.0.0.1:9")  # downloads in one process
+    assert not split.wanted(options, src)
+    monkeypatch.delenv("DEBUGINFOD_URLS")
+    options.print_stats = True
+    assert not split.wanted(options, src)
 
 
 def _run_in_process(monkeypatch, data: Path) -> tuple[int, bytes]:
@@ -126,8 +130,8 @@ def test_numbered_chains_follow_every_invalidation(tmp_path, monkeypatch, chain_
     monkeypatch.setattr(parallel, "CHAIN_IDS", chain_ids)
     path = _synthetic(tmp_path)
     outputs = []
-    for split in ("0", "1"):
-        monkeypatch.setenv("PERFPARSER_PY_SPLIT", split)
+    for switch in ("0", "1"):
+        monkeypatch.setenv("PERFPARSER_PY_SPLIT", switch)
         out = io.BytesIO()
         code = run(make_options(parse_args(["--input", str(path)])), out)
         outputs.append((code, out.getvalue()))
@@ -188,8 +192,7 @@ def test_an_unwound_sample_travels_as_the_fields_the_writing_side_reads():
     from perfparser_py.perfdata.attr import PerfEventAttr
 
     sent: list = []
-    reading = type("R", (), {"unwinds": False})()
-    ahead = parallel._Ahead(sent.append, reading)
+    ahead = parallel._Ahead(sent.append, type("R", (), {"unwinds": False})())
     attr = PerfEventAttr(type=1, sample_type=0x3000, sample_regs_user=0xFF)
     e = ev.SampleEvent(attr, 7, 8, 10**12, 1, 0x401000, 0x5000, 42, 43, 1999, (),
                        (0xFFFFFFFFFFFFFF80, 0xFFFFFFFF81000000), None, (), None, 2, (1, 2),
@@ -211,7 +214,7 @@ def test_an_unwound_sample_travels_as_the_fields_the_writing_side_reads():
         replay.handlers[index](*args)
     for sample, (arrived, outcome) in zip(samples, got, strict=True):
         assert outcome is None
-        for name in pipeline.FULL_SAMPLE_READS:
+        for name in reading.FULL_SAMPLE_READS:
             if name == "attr":
                 assert arrived.attr == attr
             elif name == "raw" and sample.raw is not None:

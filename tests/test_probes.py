@@ -30,7 +30,7 @@ _ALLOWED = {
     "elf/debuginfod.py": "a run that asks debuginfod is never stored",
     "elf/vdso.py": "our own vDSO: probes.content of the running kernel's notes stands for it",
     "kernel/worker.py": "reads the kallsyms file for the run, which probes it (Kallsyms.load)",
-    "parallel.py": "the pipe's capacity, which does not change the output",
+    "split.py": "the pipe's capacity, which does not change the output",
     "protocol/schema.py": "package data, kept as a code file (__datafiles__)",
     "compare.py": "a tool, not the run",
     "textdump.py": "a tool, not the run",

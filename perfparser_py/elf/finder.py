@@ -154,8 +154,8 @@ class ElfFinder:
         # process that symbolizes, after its forks)
         self.prefetch = False
         # whether a recording of this kernel build id (None: none recorded) is of the
-        # running kernel (the run's kernel.symbols.KernelSymbols'): a vDSO without a recorded build
-        # id is then our own
+        # running kernel (reading.finder_for sets the run's rule): a vDSO without a recorded
+        # build id is then our own
         self.of_running_kernel: Callable[[bytes | None], bool] = lambda _bid: False
 
     # ------------------------------------------------------------ main file

@@ -51,6 +51,20 @@ def _same_build_id(recorded: bytes, running: bytes) -> bool:
     return recorded.rstrip(b"\0") == running.rstrip(b"\0")
 
 
+def of_running_kernel(kallsyms: str | None, sysroot: str, recorded: bytes | None,
+                      notes_file: str = NOTES) -> bool:
+    """Whether a recording whose kernel build id is `recorded` (None: it names none) is taken
+    to be of this machine's running kernel, for a run with `--kallsyms` `kallsyms` and
+    `--sysroot` `sysroot`: no sysroot and no `--kallsyms`, and that id is the running one's
+    or, as KernelSymbols.choose takes /proc/kallsyms then, none."""
+    if kallsyms is not None or sysroot not in ("", "/"):
+        return False
+    if recorded is None:
+        return True
+    running = running_build_id(notes_file)[0]
+    return running is not None and _same_build_id(recorded, running)
+
+
 KERNEL_MAP = b"[kernel.kallsyms]"  # the kernel MMAP's name, before perf's reference symbol
 
 
@@ -140,17 +154,6 @@ class KernelSymbols:
         if hit is None or not hit[1]:
             return None
         return (hit[0] - delta, hit[1], hit[2]) if delta else hit
-
-    def of_running_kernel(self, recorded: bytes | None, notes_file: str = NOTES) -> bool:
-        """Whether a recording whose kernel build id is `recorded` (None: it names none) is
-        taken to be of this machine's running kernel: no sysroot and no `--kallsyms`, and
-        that id is the running one's or, as `choose` takes /proc/kallsyms then, none."""
-        if self._explicit is not None or self._sysroot not in ("", "/"):
-            return False
-        if recorded is None:
-            return True
-        running = running_build_id(notes_file)[0]
-        return running is not None and _same_build_id(recorded, running)
 
     def choose(self, notes_file: str = NOTES) -> tuple[str | None, str | None]:
         """(The kallsyms file to read or None, a warning or None) by the rules above;
