@@ -468,3 +468,29 @@ def test_a_subprogram_without_sibling_is_decoded_only_when_an_address_falls_into
     _, chain = info.scopes_at(0x1012)
     assert sub not in cu.pending and len(cu.nodes[sub]) == 1
     assert [s.name for s in chain] == ["ns::inner"]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("path", BINARIES, ids=lambda p: p.name)
+def test_parents_match_pyelftools_whatever_the_order_they_are_asked(path: Path,
+                                                                    seed: int) -> None:
+    """A DIE's parent, asked in any order, walks the subtrees a walk jumped over that hold it,
+    nested ones included (pending_around's bisection per level): for every DIE the walk
+    records a parent of (those with children, subprograms and inlined subroutines), the
+    parent pyelftools reads."""
+    import random
+
+    info = _dwarf(path)
+    with open(path, "rb") as f:
+        expected = {}
+        for unit in ELFFile(f).get_dwarf_info().iter_CUs():
+            for die in unit.iter_DIEs():
+                if die.tag is None or die.offset == unit.cu_die_offset:
+                    continue
+                if die.has_children or die.tag in ("DW_TAG_subprogram",
+                                                   "DW_TAG_inlined_subroutine"):
+                    expected[die.offset] = die.get_parent().offset
+    offsets = sorted(expected)
+    random.Random(seed).shuffle(offsets)
+    assert len(offsets) > 100
+    assert {off: info._parent(off) for off in offsets} == expected

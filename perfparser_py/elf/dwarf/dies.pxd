@@ -9,7 +9,7 @@ from perfparser_py.elf.dwarf.ranges cimport listed_ranges, pc_range, ranges_of
 from perfparser_py.elf.leb128 cimport uint_at, uleb_end, uleb_value
 
 # the tags the walk tests, C numbers
-cdef int _TAG_SUBPROGRAM, _TAG_INLINED, _TAG_LEXICAL_BLOCK, _MAX_DEPTH
+cdef int _TAG_SUBPROGRAM, _TAG_INLINED, _TAG_LEXICAL_BLOCK, _MAX_DEPTH, _ENTRY
 cdef int _UNSKIPPABLE, _ADDR_SIZED, _OFFSET_SIZED, _REF_ADDR_SIZED, _SKIP_VARIABLE
 
 
@@ -53,9 +53,12 @@ cpdef tuple read_die(object dw, object cu, const unsigned char[:] info, object s
                nodes=list, abbrevs=dict, kept=bint, fast="signed char[:]",
                low_at="int[:]", high_at="int[:]", ranges_at="int[:]",
                high_size="signed char[:]", high_addr="signed char[:]", addr_size=int,
-               at=Py_ssize_t)
+               at=Py_ssize_t, prefixes=list, pending=dict, deferred="long long[:]",
+               nd=Py_ssize_t, shared=Py_ssize_t)
 cpdef walk_dies(object dw, object cu, Py_ssize_t pos, Py_ssize_t end, object stack)
 
-@cython.locals(prefixes=list)
-cdef void _defer(object cu, Py_ssize_t off, Py_ssize_t pos, long long sibling, object frames,
-                 Py_ssize_t depth, long long sub, long long node) except *
+@cython.locals(deferred="const long long[:]", lo=Py_ssize_t, hi=Py_ssize_t, a=Py_ssize_t,
+               b=Py_ssize_t, m=Py_ssize_t, k=Py_ssize_t)
+cpdef Py_ssize_t pending_around(object cu, long long off) except -2
+
+

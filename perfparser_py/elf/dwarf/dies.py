@@ -174,21 +174,35 @@ class Dies:
         cu.subprograms = []
         cu.nodes = {}
         cu.pending = {}
-        cu.deferred = array("q")
+        cu.deferred = array("q", bytes(8 * _ENTRY * 8))  # doubled when full
+        cu.ndeferred = 0
         cu.prefixes = []
+        cu.runs = {}
         cu.sub_index = None  # the indexes scopes._subprogram_at and _nodes_at make
         cu.kids = {}
-        walk_dies(self, cu, cu.first_die, cu.end, array("q"))
+        try:
+            walk_dies(self, cu, cu.first_die, cu.end, array("q"))
+        finally:  # what a walk that failed part-way jumped over is found all the same
+            cu.runs[-1] = (0, cu.ndeferred)
 
     def _walk_pending(self, cu: _Cu, off: int) -> None:
         """Walk the subtree of the DIE at `off` that a walk jumped over (once); it may jump
         the subtrees inside in turn."""
         k = cu.pending.pop(off, None)
         if k is not None:
-            p = cu.deferred
-            i = 5 * k
-            stack = cu.prefixes[p[i + 2]] + array("q", (off, p[i + 3], p[i + 4]))
-            walk_dies(self, cu, p[i], p[i + 1], stack)
+            self._walk_deferred(cu, k)
+
+    def _walk_deferred(self, cu: _Cu, k: int) -> None:
+        """Walk deferred subtree `k` (taken out of cu.pending); the subtrees that walk jumps
+        over are its run in cu.runs."""
+        p = cu.deferred
+        i = _ENTRY * k
+        stack = cu.prefixes[p[i + 3]] + array("q", (p[i], p[i + 4], p[i + 5]))
+        first = cu.ndeferred
+        try:
+            walk_dies(self, cu, p[i + 1], p[i + 2], stack)
+        finally:
+            cu.runs[k] = (first, cu.ndeferred)
 
     def _table(self, cu: _Cu) -> _Table:
         if cu.skips is None:
@@ -215,13 +229,12 @@ class Dies:
             return None
         self._walk(cu)
         parent = self._parents.get(off)
-        deferred = cu.deferred
         while parent is None:  # maybe inside a subtree a walk jumped over
-            hit = next((o for o, k in cu.pending.items()
-                        if deferred[5 * k] <= off < deferred[5 * k + 1]), None)
-            if hit is None:
+            k = pending_around(cu, off)
+            if k < 0:
                 break
-            self._walk_pending(cu, hit)
+            del cu.pending[cu.deferred[_ENTRY * k]]
+            self._walk_deferred(cu, k)
             parent = self._parents.get(off)
         return parent
 
@@ -576,31 +589,47 @@ def _subtree_end(info, t: _Table, pos: int, end: int, depth: int, base: int, uni
 _NO_STACK = array("q", bytes(8 * 3 * (_MAX_DEPTH + 1)))
 
 
-def _defer(cu: _Cu, off: int, pos: int, sibling: int, frames: array, depth: int, sub: int,
-           node: int) -> None:
-    """Remember the subtree of the DIE at `off` a walk jumps over: its children from `pos` to
-    `sibling`, and the walk's open DIEs then, `frames[:3 * depth]` and the DIE's own (`off`,
-    `sub`, `node`). Five numbers in `cu.deferred` and an index in `cu.pending` by offset; the
-    open DIEs in `cu.prefixes`, shared by siblings (a unit's functions have the same): a
-    tuple and an array each were 13 MB of python's debug info in a profile."""
-    prefixes = cu.prefixes
-    prefix = frames[:3 * depth]
-    if not prefixes or prefixes[len(prefixes) - 1] != prefix:
-        prefixes.append(prefix)
+# A subtree a walk jumps over, in cu.deferred: the DIE's offset, where its children start and
+# end, the walk's open DIEs then (an index in cu.prefixes), its subprogram and its node
+_ENTRY = 6
+
+
+def pending_around(cu: _Cu, off: int) -> int:
+    """The deferred subtree still pending whose children hold the DIE at `off`, -1 if none.
+    The subtrees a walk jumps over are in order and apart, and each lies within the subtree
+    whose walk found it (cu.runs: its run of cu.deferred): a bisection per level of that
+    nesting, where a scan of every pending subtree (90 k in python's debug info) cost a
+    third of python3-dwarf-5k's symbolizing."""
     deferred = cu.deferred
-    cu.pending[off] = len(deferred) // 5
-    deferred.append(pos)
-    deferred.append(sibling)
-    deferred.append(len(prefixes) - 1)
-    deferred.append(sub)
-    deferred.append(node)
+    lo, hi = cu.runs[-1]
+    while True:
+        a, b = lo, hi
+        while a < b:
+            m = (a + b) // 2
+            if deferred[_ENTRY * m + 1] <= off:
+                a = m + 1
+            else:
+                b = m
+        k = a - 1
+        if k < lo or off >= deferred[_ENTRY * k + 2]:
+            return -1
+        if cu.pending.get(deferred[_ENTRY * k]) == k:
+            return k
+        lo, hi = cu.runs[k]
 
 
 def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
     """The walk of Dies._walk from `pos` to `end`, with `stack` the open DIEs with children,
     three numbers each: offset, subprogram offset (0 none, -1 nested), node index. One long
     loop over C numbers: it runs for every DIE a profile reaches, and only the DIEs it keeps
-    (subprograms, their scopes) are decoded into Python objects."""
+    (subprograms, their scopes) are decoded into Python objects.
+
+    A subtree it jumps over is kept as six numbers (_ENTRY) in the first cu.ndeferred
+    entries of cu.deferred, written through a typed view (an array's own append takes ~500
+    instructions a number: python's debug info has 57 k such subtrees), its index in
+    cu.pending by the DIE's offset, and the open DIEs then in cu.prefixes, one entry shared
+    by the siblings that have the same (a unit's functions do): a tuple and an array each
+    were 13 MB of python's debug info in a profile."""
     sec = dw._s["info"]
     info = sec
     t = dw._table(cu)
@@ -623,98 +652,123 @@ def walk_dies(dw: Dies, cu: _Cu, pos: int, end: int, stack: array) -> None:
     depth = len(stack) // 3
     buf = stack + _NO_STACK
     frames = buf
-    while pos < end:
-        off = pos
-        code = info[pos]
-        if code < 0x80:
-            pos += 1
-        else:
-            code = uleb_value(info, pos)
-            pos = uleb_end(info, pos)
-        if code == 0:
-            if depth:
-                depth -= 1
-            continue
-        i = t.slot(code)
-        if i < 0:
-            raise DwarfError("unknown abbreviation")
-        tag = tags[i]
-        children = kids[i]
-        if depth:
-            parent_off = frames[3 * depth - 3]
-            sub = frames[3 * depth - 2]
-            node = frames[3 * depth - 1]
-        else:
-            parent_off = -1
-            sub = 0
-            node = -1
-        sibling = -1
-        size = sizes[i]
-        kept = (tag == _TAG_SUBPROGRAM and sub == 0) or (
-            sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK))
-        ranges = None
-        has_pc = False
-        if size == -2 or (kept and not fast[i]):
-            _, _, attrs, pos = read_die(dw, cu, info, sec, abbrevs, off, True)
-            if tag == _TAG_SUBPROGRAM:
-                v = attrs.get(_AT_SIBLING)
-                if type(v) is int and pos < v <= end:
-                    sibling = v
-            if kept:
-                has_pc = _AT_LOW_PC in attrs or _AT_RANGES in attrs
-                ranges = ranges_of(dw, cu, attrs)
-        elif kept:  # its ranges and sibling read in place (_Table)
-            at = pos
-            if sibling_at[i] >= 0 and tag == _TAG_SUBPROGRAM:
-                sibling = base + uint_at(info, at + sibling_at[i], 4, little)
-            pos = pos + size if size >= 0 else _skip(info, t, t.steps_at[i], pos, little)
-            if pos > unit_end:
-                raise DwarfError("DIE overruns its unit")
-            has_pc = low_at[i] >= 0 or ranges_at[i] >= 0
-            if low_at[i] >= 0 and high_at[i] >= 0:
-                ranges = pc_range(uint_at(info, at + low_at[i], addr_size, little),
-                                  uint_at(info, at + high_at[i], high_size[i], little),
-                                  high_addr[i])
-            elif ranges_at[i] >= 0:
-                ranges = listed_ranges(dw, cu, uint_at(info, at + ranges_at[i], 4, little),
-                                       False)
+    prefixes = cu.prefixes
+    pending = cu.pending
+    deferred = cu.deferred
+    nd = cu.ndeferred
+    # the depth whose open DIEs the last of cu.prefixes holds, while nothing was pushed below
+    shared = -1
+    try:
+        while pos < end:
+            off = pos
+            code = info[pos]
+            if code < 0x80:
+                pos += 1
             else:
-                ranges = []
-            attrs = None
-        else:
-            if sibling_at[i] >= 0 and tag != _TAG_SUBPROGRAM:
-                sibling = base + uint_at(info, pos + sibling_at[i], 4, little)
-            pos = pos + size if size >= 0 else _skip(info, t, t.steps_at[i], pos, little)
-            if pos > unit_end:
-                raise DwarfError("DIE overruns its unit")
-            attrs = None
-        if parent_off >= 0 and (children or tag == _TAG_SUBPROGRAM or tag == _TAG_INLINED):
-            parents[off] = parent_off
-        if tag == _TAG_SUBPROGRAM:
-            if sub == 0:
-                if ranges:
-                    cu.subprograms.append((off, ranges))
-                    cu.nodes[off] = []
-                    sub = off
-                    node = -1
+                code = uleb_value(info, pos)
+                pos = uleb_end(info, pos)
+            if code == 0:
+                if depth:
+                    depth -= 1
+                continue
+            i = t.slot(code)
+            if i < 0:
+                raise DwarfError("unknown abbreviation")
+            tag = tags[i]
+            children = kids[i]
+            if depth:
+                parent_off = frames[3 * depth - 3]
+                sub = frames[3 * depth - 2]
+                node = frames[3 * depth - 1]
+            else:
+                parent_off = -1
+                sub = 0
+                node = -1
+            sibling = -1
+            size = sizes[i]
+            kept = (tag == _TAG_SUBPROGRAM and sub == 0) or (
+                sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK))
+            ranges = None
+            has_pc = False
+            if size == -2 or (kept and not fast[i]):
+                _, _, attrs, pos = read_die(dw, cu, info, sec, abbrevs, off, True)
+                if tag == _TAG_SUBPROGRAM:
+                    v = attrs.get(_AT_SIBLING)
+                    if type(v) is int and pos < v <= end:
+                        sibling = v
+                if kept:
+                    has_pc = _AT_LOW_PC in attrs or _AT_RANGES in attrs
+                    ranges = ranges_of(dw, cu, attrs)
+            elif kept:  # its ranges and sibling read in place (_Table)
+                at = pos
+                if sibling_at[i] >= 0 and tag == _TAG_SUBPROGRAM:
+                    sibling = base + uint_at(info, at + sibling_at[i], 4, little)
+                pos = pos + size if size >= 0 else _skip(info, t, t.steps_at[i], pos, little)
+                if pos > unit_end:
+                    raise DwarfError("DIE overruns its unit")
+                has_pc = low_at[i] >= 0 or ranges_at[i] >= 0
+                if low_at[i] >= 0 and high_at[i] >= 0:
+                    ranges = pc_range(uint_at(info, at + low_at[i], addr_size, little),
+                                      uint_at(info, at + high_at[i], high_size[i], little),
+                                      high_addr[i])
+                elif ranges_at[i] >= 0:
+                    ranges = listed_ranges(dw, cu, uint_at(info, at + ranges_at[i], 4, little),
+                                           False)
+                else:
+                    ranges = []
+                attrs = None
+            else:
+                if sibling_at[i] >= 0 and tag != _TAG_SUBPROGRAM:
+                    sibling = base + uint_at(info, pos + sibling_at[i], 4, little)
+                pos = pos + size if size >= 0 else _skip(info, t, t.steps_at[i], pos, little)
+                if pos > unit_end:
+                    raise DwarfError("DIE overruns its unit")
+                attrs = None
+            if parent_off >= 0 and (children or tag == _TAG_SUBPROGRAM or tag == _TAG_INLINED):
+                parents[off] = parent_off
+            if tag == _TAG_SUBPROGRAM:
+                if sub == 0:
+                    if ranges:
+                        cu.subprograms.append((off, ranges))
+                        cu.nodes[off] = []
+                        sub = off
+                        node = -1
+                    else:
+                        sub = -1
                 else:
                     sub = -1
-            else:
-                sub = -1
-        elif sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK):
-            nodes = cu.nodes[sub]
-            nodes.append((off, node, ranges if has_pc else None, tag == _TAG_INLINED))
-            node = len(nodes) - 1
-        if children:
-            if depth >= _MAX_DEPTH:
-                raise DwarfError("DIE tree too deep")
-            if sub == off and sibling < 0:  # a subprogram with code, without DW_AT_sibling
-                sibling = _subtree_end(info, t, pos, end, depth, base, unit_end, little)
-            if pos < sibling <= end:
-                _defer(cu, off, pos, sibling, buf, depth, sub, node)
-                pos = sibling
-                continue
-            frames[3 * depth] = off
-            frames[3 * depth + 1] = sub
-            frames[3 * depth + 2] = node
-            depth += 1
+            elif sub > 0 and (tag == _TAG_INLINED or tag == _TAG_LEXICAL_BLOCK):
+                nodes = cu.nodes[sub]
+                nodes.append((off, node, ranges if has_pc else None, tag == _TAG_INLINED))
+                node = len(nodes) - 1
+            if children:
+                if depth >= _MAX_DEPTH:
+                    raise DwarfError("DIE tree too deep")
+                if sub == off and sibling < 0:  # a subprogram with code, without DW_AT_sibling
+                    sibling = _subtree_end(info, t, pos, end, depth, base, unit_end, little)
+                if pos < sibling <= end:
+                    if depth != shared:
+                        prefixes.append(buf[:3 * depth])
+                        shared = depth
+                    if _ENTRY * (nd + 1) > len(deferred):
+                        cu.deferred = cu.deferred * 2  # a new array: no view of the old one
+                        deferred = cu.deferred
+                    at = _ENTRY * nd
+                    deferred[at] = off
+                    deferred[at + 1] = pos
+                    deferred[at + 2] = sibling
+                    deferred[at + 3] = len(prefixes) - 1
+                    deferred[at + 4] = sub
+                    deferred[at + 5] = node
+                    pending[off] = nd
+                    nd += 1
+                    pos = sibling
+                    continue
+                if depth < shared:  # the shared open DIEs change
+                    shared = -1
+                frames[3 * depth] = off
+                frames[3 * depth + 1] = sub
+                frames[3 * depth + 2] = node
+                depth += 1
+    finally:
+        cu.ndeferred = nd

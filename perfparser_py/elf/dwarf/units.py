@@ -22,7 +22,7 @@ class _Cu:
     __slots__ = ("offset", "end", "version", "addr_size", "off_size", "abbrev_off", "first_die",
                  "abbrevs", "top", "comp_dir", "low_pc", "addr_base", "str_offsets_base",
                  "rnglists_base", "ranges", "stmt_list", "walked", "subprograms", "nodes", "pending",
-                 "deferred", "prefixes", "dirs", "files", "lines", "line_addrs", "skips",
+                 "deferred", "ndeferred", "prefixes", "runs", "dirs", "files", "lines", "line_addrs", "skips",
                  "sub_index", "kids")
 
     def __init__(self) -> None:
