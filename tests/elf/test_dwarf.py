@@ -356,8 +356,9 @@ def test_subtrees_a_walk_jumps_over_are_kept_small() -> None:
 
     info = _dwarf(CORPUS / "upstream" / "vector_static_gcc" / "vector_static_gcc_v9.1.0")
     units = [info._unit(off) for off in info._units()]
-    for cu in units:
+    for cu in units:  # what a walk reads besides its own: the unit DIE, the abbreviations
         info._cu_top(cu)
+        info._abbrevs(cu)
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -494,3 +495,24 @@ def test_parents_match_pyelftools_whatever_the_order_they_are_asked(path: Path,
     random.Random(seed).shuffle(offsets)
     assert len(offsets) > 100
     assert {off: info._parent(off) for off in offsets} == expected
+
+
+@pytest.mark.parametrize("path", BINARIES, ids=lambda p: p.name)
+def test_a_units_own_abbreviation_is_read_alone_as_in_its_table(path: Path) -> None:
+    """The unit DIE's abbreviation, read alone (parse_abbrevs' `until`, which skips the
+    others: GCC numbers it last), is the whole table's entry, and the unit DIEs decode the
+    same by it as by the table."""
+    from perfparser_py.elf.dwarf.units import parse_abbrevs
+
+    info = _dwarf(path)
+    units = [info._unit(off) for off in info._units()]
+    assert units
+    for cu in units:
+        info._cu_top(cu)
+        alone = (cu.top, cu.comp_dir, cu.low_pc, cu.stmt_list, cu.ranges)
+        table = parse_abbrevs(info._s["abbrev"], cu.abbrev_off)
+        for code in table:
+            assert parse_abbrevs(info._s["abbrev"], cu.abbrev_off, code)[code] == table[code]
+        cu.abbrevs = table
+        info._cu_top(cu)
+        assert (cu.top, cu.comp_dir, cu.low_pc, cu.stmt_list, cu.ranges) == alone

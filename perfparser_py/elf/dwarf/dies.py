@@ -148,10 +148,13 @@ class Dies:
         pos = base + v * cu.off_size
         return self._str_at("str", self._u("I" if cu.off_size == 4 else "Q", offs, pos))
 
-    def _read_die(self, cu: _Cu, off: int) -> tuple[int, bool, dict, int]:
-        """(tag, has_children, {attr: value}, next offset); tag 0 for a null entry."""
+    def _read_die(self, cu: _Cu, off: int, abbrevs: dict | None = None
+                  ) -> tuple[int, bool, dict, int]:
+        """(tag, has_children, {attr: value}, next offset); tag 0 for a null entry. By the
+        unit's abbreviations, or `abbrevs` when given (a part of them)."""
         sec = self._s["info"]
-        return read_die(self, cu, sec, sec, self._abbrevs(cu), off, False)
+        return read_die(self, cu, sec, sec, self._abbrevs(cu) if abbrevs is None else abbrevs,
+                        off, False)
 
     # -------------------------------------------------------------- DIE tree
 

@@ -144,12 +144,18 @@ class Units:
 
     def _cu_top(self, cu: _Cu) -> None:
         """Decode the unit DIE: index bases first (strx/addrx/rnglistx values depend on
-        them), then comp_dir and the unit's address ranges."""
+        them), then comp_dir and the unit's address ranges. Without the unit's table, with
+        its one abbreviation: most units whose DIE is read only for its ranges (_unlisted,
+        over every unit .debug_aranges leaves out: dwz's partial units in Debian's debug
+        files) are never walked, and their whole tables were most of that read."""
         cu.top = None
         cu.addr_base = cu.str_offsets_base = cu.rnglists_base = None
         info = self._s["info"]
         code, pos = uleb(info, cu.first_die)
-        abbrev = self._abbrevs(cu).get(code)
+        abbrevs = cu.abbrevs
+        if abbrevs is None:
+            abbrevs = parse_abbrevs(self._s["abbrev"], cu.abbrev_off, code)
+        abbrev = abbrevs.get(code)
         if abbrev is None:
             raise DwarfError("unknown abbreviation")
         for attr, form, implicit in abbrev[2]:
@@ -166,7 +172,7 @@ class Units:
                 cu.str_offsets_base = value
             elif attr in (_AT_RNGLISTS_BASE, _AT_GNU_RANGES_BASE):
                 cu.rnglists_base = value
-        tag, _, attrs, _ = self._read_die(cu, cu.first_die)
+        tag, _, attrs, _ = self._read_die(cu, cu.first_die, abbrevs)
         cu.top = tag
         cu.comp_dir = self._string(cu, attrs.get(_AT_COMP_DIR))
         cu.low_pc = attrs.get(_AT_LOW_PC) or 0
@@ -193,13 +199,8 @@ class Units:
             for off in self._units():
                 if off not in aranges:
                     cu = self._unit(off)
-                    if cu is None:
-                        continue
-                    fresh = cu.abbrevs is None
-                    if self._top_usable(cu):
+                    if cu is not None and self._top_usable(cu):
                         entries.extend((lo, hi, off) for lo, hi in cu.ranges)
-                    if fresh:  # only its unit DIE was read: 40 000 tables held were 2.9 GB
-                        cu.abbrevs = None
             self._unlisted_index = _range_index(entries)
         return self._unlisted_index
 
@@ -253,9 +254,10 @@ class Units:
         return cu
 
 
-def parse_abbrevs(sec, pos: int) -> dict:
+def parse_abbrevs(sec, pos: int, until: int = -1) -> dict:
     """The abbreviation table at `pos` of .debug_abbrev (`sec`): code -> (tag, has
-    children, [(attribute, form, implicit constant)], range-attribute flags or None).
+    children, [(attribute, form, implicit constant)], range-attribute flags or None); with
+    `until`, only as far as the abbreviation of that code.
 
     One pass (this runs for every abbreviation of every unit the CU index reads): LEB128
     numbers are read by C calls, range-attribute flags are gathered on the way. Tags, attributes
@@ -267,6 +269,19 @@ def parse_abbrevs(sec, pos: int) -> dict:
         code, pos = uleb(sec, pos)
         if code == 0:
             break
+        if until >= 0 and code != until:
+            # skipped, not decoded: GCC numbers a unit DIE's abbreviation last (by use)
+            pos = uleb_end(data, pos) + 1  # tag, children
+            while True:
+                attr = uleb_value(data, pos)
+                pos = uleb_end(data, pos)
+                form = uleb_value(data, pos)
+                pos = uleb_end(data, pos)
+                if form == 0x21:
+                    pos = uleb_end(data, pos)  # a signed LEB128 ends as an unsigned one
+                if attr == 0 and form == 0:
+                    break
+            continue
         tag = uleb_value(data, pos)
         pos = uleb_end(data, pos)
         children = data[pos] != 0
@@ -295,6 +310,8 @@ def parse_abbrevs(sec, pos: int) -> dict:
                 rnglistx = rnglistx or form == 0x23
         flags = (high_addr, entry_addr, rnglistx) if ranged else None
         table[code] = (tag, children, specs, flags)
+        if code == until:
+            break
     return table
 
 
