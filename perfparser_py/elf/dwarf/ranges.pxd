@@ -4,7 +4,7 @@
 
 cimport cython
 
-from perfparser_py.elf.leb128 cimport uint_at
+from perfparser_py.elf.leb128 cimport uint_at, uleb_end, uleb_value
 
 
 cpdef list ranges_of(object dw, object cu, dict attrs)
@@ -14,7 +14,8 @@ cpdef list pc_range(object low, object high, bint high_is_addr)
 cpdef list listed_ranges(object dw, object cu, object value, bint indexed)
 
 @cython.locals(data="const unsigned char[:]", little=bint, n=int, width=int, out=list,
-               pos=Py_ssize_t, kind=int)
+               pos=Py_ssize_t, kind=int, a="long long", b="long long", i="long long",
+               j="long long")
 cpdef list rnglist(object dw, object cu, object value, bint indexed)
 
 @cython.locals(data="const unsigned char[:]", n=int, little=bint, top="unsigned long long",
