@@ -22,7 +22,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # shared services, no stage of their own: exit codes, interned tuples, the file tests,
     # CPU counting, the end-of-run diagnosis, the launching hotspot, demangling, the cache
     ("base", ("exitcodes", "tuples", "regular", "cpus", "diagnostics", "dependencies",
-              "standins", "flavour", "demangle_fallback", "demangle", "cache", "probes")),
+              "standins", "flavour", "demangle_fallback", "demangle", "cache", "probes",
+              "mergesort")),
     # perf.data (and the jitdump files beside it) into events; where the bytes come from
     ("grammar", ("perfdata", "perfdata.*", "source", "jitdump")),
     ("ordering", ("ordering",)),

@@ -6,6 +6,8 @@
 
 cimport cython
 
+from perfparser_py.mergesort cimport stable_order
+
 cdef int _END, _OTHER
 cdef bytes _CLASS
 
@@ -20,9 +22,7 @@ cpdef tuple _entries(bytes data)
 @cython.locals(view="const unsigned long long[::1]", k=size_t)
 cpdef bint _ascending(object addrs) except -1
 
-@cython.locals(n=size_t, keys="const unsigned long long[::1]", src="unsigned long long[::1]",
-               dst="unsigned long long[::1]", bounds="unsigned long long[::1]", runs=size_t,
-               r=size_t, k=size_t, lo=size_t, mid=size_t,
-               hi=size_t, i=size_t, j=size_t, spans_view="const unsigned long long[::1]",
+@cython.locals(n=size_t, keys="const unsigned long long[::1]", order="const unsigned long long[::1]",
+               k=size_t, j=size_t, spans_view="const unsigned long long[::1]",
                out_addrs="unsigned long long[::1]", out_spans="unsigned long long[::1]")
 cpdef tuple _reordered(object addrs, object spans)

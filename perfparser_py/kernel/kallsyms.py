@@ -12,6 +12,7 @@ import zlib
 from array import array
 
 from .. import probes
+from ..mergesort import stable_order
 from ..regular import open_regular
 
 # A kallsyms file (a kernel's has 10-20 MB) is read up to this size, decompressed too
@@ -146,59 +147,18 @@ def _ascending(addrs: array) -> bool:
 
 def _reordered(addrs: array, spans: array) -> tuple[array, array]:
     """The entries sorted by address, equal addresses in file order (the last one wins a
-    lookup, as in upstream's stable sort): a merge sort of their indices that starts from
-    the text's ascending runs (the core kernel's symbols, then each module's)."""
+    lookup, as in upstream's stable sort): mergesort's, from the text's ascending runs (the
+    core kernel's symbols, then each module's)."""
     n = len(addrs)
     keys = addrs
-    src = array("Q", bytes(8 * n))  # the indices in the order of the last round
-    dst = array("Q", bytes(8 * n))
-    bounds = array("Q", bytes(8 * (n + 1)))  # where each run starts, and n
-    runs = 0
-    k = 0
-    while k < n:
-        src[k] = k
-        if k == 0 or keys[k] < keys[k - 1]:
-            bounds[runs] = k
-            runs += 1
-        k += 1
-    bounds[runs] = n
-    while runs > 1:  # each round merges runs 2r and 2r + 1 into run r
-        r = 0
-        while r < runs:
-            lo = bounds[r]
-            mid = bounds[r + 1]
-            hi = bounds[min(r + 2, runs)]
-            i = lo
-            j = mid
-            k = lo
-            while i < mid and j < hi:
-                if keys[src[j]] < keys[src[i]]:
-                    dst[k] = src[j]
-                    j += 1
-                else:
-                    dst[k] = src[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                dst[k] = src[i]
-                i += 1
-                k += 1
-            while j < hi:
-                dst[k] = src[j]
-                j += 1
-                k += 1
-            bounds[r // 2] = lo
-            r += 2
-        runs = (runs + 1) // 2
-        bounds[runs] = n
-        src, dst = dst, src
+    order = stable_order(keys, keys, keys, n)
     new_addrs, new_spans = _zeroed(n)
     spans_view = spans
     out_addrs = new_addrs
     out_spans = new_spans
     k = 0
     while k < n:
-        j = src[k]
+        j = order[k]
         out_addrs[k] = keys[j]
         out_spans[2 * k] = spans_view[2 * j]
         out_spans[2 * k + 1] = spans_view[2 * j + 1]

@@ -58,6 +58,7 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         self._cu_starts: list[int] = []  # offsets of self._cus, ascending
         self._index: tuple[list[int], list[int], list[int]] | None = None
         self._unlisted_index: tuple[list[int], list[int], list[int]] | None = None
+        self._listed: dict[int, list[tuple[int, int]]] | None = None  # .debug_aranges read
         e = self._e
         self._length_version = struct.Struct(e + "IH").unpack_from
         self._wide_length_version = struct.Struct(e + "QH").unpack_from

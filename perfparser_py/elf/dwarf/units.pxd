@@ -4,6 +4,7 @@
 cimport cython
 
 from perfparser_py.elf.leb128 cimport sleb, uint_at, uleb, uleb_end, uleb_value
+from perfparser_py.mergesort cimport stable_order
 
 
 @cython.locals(data="const unsigned char[:]", table=dict, tag="long long", children=bint,
@@ -16,3 +17,10 @@ cpdef dict parse_abbrevs(object sec, Py_ssize_t pos, long long until=*)
                seg_size=int, pos=Py_ssize_t, end=Py_ssize_t, ranges=list, pair=Py_ssize_t,
                stop=Py_ssize_t, lo=object, size="unsigned long long")
 cpdef dict read_aranges(object sec, bint little)
+
+@cython.locals(n=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t, ranges=list,
+               lo_view="unsigned long long[::1]", hi_view="unsigned long long[::1]",
+               off_view="unsigned long long[::1]", order="const unsigned long long[::1]",
+               s_view="unsigned long long[::1]", e_view="unsigned long long[::1]",
+               u_view="unsigned long long[::1]")
+cpdef tuple _sorted_ranges(dict listed)
