@@ -1,7 +1,8 @@
-"""The indexed lookups of scopes.py (the subprogram holding an address, the scope nodes
-holding it inside one) give what a scan of every subprogram and node in DIE order gives, on
-random units with overlapping, empty and unsorted ranges, nodes without ranges, and more
-subprograms and nodes found after the first lookups (a later walk of a pending subtree)."""
+"""The lookups of scopes.py (the subprogram holding an address, by an index of their ranges;
+the scope nodes holding it inside one, by a pass over their arrays) give what a scan of every
+subprogram and node in DIE order gives, on random units with overlapping, empty and unsorted
+ranges, nodes without ranges, and more subprograms and nodes found after the first lookups (a
+later walk of a pending subtree)."""
 
 from __future__ import annotations
 

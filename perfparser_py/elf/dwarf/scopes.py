@@ -3,6 +3,7 @@ c++filt spells them, parameter lists and types included."""
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 
 from ...tuples import named_tuple
@@ -369,30 +370,74 @@ def _subprogram_at(cu: _Cu, addr: int) -> int | None:
 
 def _nodes_at(cu: _Cu, sub: int, nodes: list, addr: int) -> list[int]:
     """Indices, ascending, of the scope nodes of subprogram `sub` that hold `addr` and whose
-    every enclosing node does (a node without ranges holds every address). Found from the
-    outermost nodes down, into the children of those that hold it only, each node's children
-    by an index of their ranges: a subprogram with much inlined into it has thousands of
-    nodes, hundreds side by side, and an address is in a few of them."""
-    tree = cu.kids.get(sub)
-    if tree is None or tree[0] != len(nodes):
-        children: dict[int, list[int]] = {}
-        for i in range(len(nodes)):
-            children.setdefault(nodes[i][1], []).append(i)  # parent -1: the outermost
-        # per parent: its children without ranges, and the index of the others' ranges
-        tree = cu.kids[sub] = (len(nodes), {
-            parent: ([i for i in kids if nodes[i][2] is None],
-                     _spans((i, nodes[i][2]) for i in kids if nodes[i][2] is not None))
-            for parent, kids in children.items()})
-    by_parent = tree[1]
+    every enclosing node does (a node without ranges holds every address): one pass over
+    the nodes in DIE order (an enclosing node comes before the nodes inside it), in C when
+    compiled, over their ranges in arrays (_node_table, made once for the nodes known).
+    A subprogram with much inlined into it has thousands of nodes (python's eval loop
+    2202): ~20 instructions a node, where an index of the nodes by their ranges, Python
+    objects, took ~100 k instructions a lookup with its building (python3-dwarf-5k)."""
+    table = cu.kids.get(sub)
+    if table is None or table[0] != len(nodes):
+        table = cu.kids[sub] = _node_table(nodes)
+    return _scan_nodes(table, addr)
+
+
+_NO_ADDRESS = 1 << 64  # past every range: what a node with ranges never holds
+
+
+def _node_table(nodes: list) -> tuple:
+    """(count, parent of each node, where each node's ranges start in the range arrays
+    (and their end, at count), whether each has ranges, the ranges' starts and ends):
+    a range past the address space (a hostile one) holds nothing."""
+    m = len(nodes)
+    n = 0
+    for node in nodes:
+        if node[2] is not None:
+            n += len(node[2])
+    parents = array("q", bytes(8 * m))
+    first = array("q", bytes(8 * (m + 1)))
+    ranged = bytearray(m)
+    starts = array("Q", bytes(8 * n))
+    ends = array("Q", bytes(8 * n))
+    k = 0
+    for i in range(m):
+        node = nodes[i]
+        parents[i] = node[1]
+        first[i] = k
+        ranges = node[2]
+        if ranges is not None:
+            ranged[i] = 1
+            for lo, hi in ranges:
+                if 0 <= lo < hi and lo < _NO_ADDRESS:
+                    starts[k] = lo
+                    ends[k] = min(hi, _NO_ADDRESS - 1)
+                    k += 1
+    first[m] = k
+    return m, parents, first, ranged, starts, ends
+
+
+def _scan_nodes(table: tuple, addr: int) -> list[int]:
+    """_nodes_at's pass over a _node_table."""
+    m, parents, first, ranged, starts, ends = table
+    outside = not 0 <= addr < _NO_ADDRESS
+    a = 0 if outside else addr
+    included = bytearray(m)
     found = []
-    todo = [-1]
-    while todo:
-        kids = by_parent.get(todo.pop())
-        if kids is not None:
-            holding = kids[0] + list(dict.fromkeys(_holding(kids[1], addr)))
-            found += holding
-            todo += holding
-    found.sort()
+    for i in range(m):
+        p = parents[i]
+        if p >= 0 and not included[p]:
+            continue
+        if ranged[i]:
+            if outside:
+                continue
+            r = first[i]
+            stop = first[i + 1]
+            while r < stop and not starts[r] <= a < ends[r]:
+                r += 1
+            if r == stop:
+                continue
+        included[i] = 1
+        found.append(i)
     return found
 
 
