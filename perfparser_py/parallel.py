@@ -29,7 +29,9 @@ from .dispatch import ROUTES
 from .jitdump import JitDumps
 from .ordering import EventQueue
 from .perfdata import events as ev
+from .perfdata.attr import PerfEventAttr
 from .perfdata.errors import PerfDataError
+from .perfdata.features import HeaderFeatures
 from .perfdata.fast import FusedSample
 from .reading import (
     CHAIN_FRAMES,
@@ -53,9 +55,9 @@ _LEN = struct.Struct("<I")
 _BACKLOG_BYTES = 4 << 20
 
 # What the child sends: (index in WIRE, args), for this process's handler of that index
-# (_Replay). From ROUTES: ("now", kind) takes the event pickled (attrs and features hold
-# objects marshal cannot carry), ("out", kind) the fields of an event the queue handed out.
-# The split's own: samples in short (_Ahead), the queue's warnings and how reading ended.
+# (_Replay). From ROUTES: ("now", kind) the fields of an event as read, ("out", kind) those
+# of an event the queue handed out. The split's own: samples in short (_Ahead), the queue's
+# warnings and how reading ended.
 WIRE = (*(("now", k) for k, route in ROUTES.items() if route.now is not None),
         *(("out", k) for k, route in ROUTES.items()
           if route.ahead is None and (route.spaces or route.write) is not None),
@@ -72,6 +74,9 @@ _SENT_RAW = _SENT.index(_RAW)
 _EMPTY = ev.SampleEvent(None, 0, 0, 0, 0, 0, 0, 0, 0, 0, (), (), None, (), None, 0, (), None, 0,
                         0, 0, 0, 0)
 _new = tuple.__new__
+# the events sent as read whose first field is a named tuple itself, sent as its fields
+# (marshal takes plain tuples; pickle's import was ~1 ms in each process): that tuple's type
+_NESTED = {ev.AttrEvent: PerfEventAttr, ev.FeaturesEvent: HeaderFeatures}
 
 
 def replay(r, pid: int, rfd: int) -> int:
@@ -154,11 +159,9 @@ class _Ahead:
 
     def _new_attr(self, attr) -> int:
         """Number an attribute not sent yet, and send it (unwind() looks it up)."""
-        import pickle
-
         index = self._attrs[id(attr)] = len(self._attr_objects)
         self._attr_objects.append(attr)
-        self.put((_AT["attr"], (pickle.dumps(attr),)))
+        self.put((_AT["attr"], tuple(attr)))
         return index
 
 
@@ -167,13 +170,15 @@ def _sends(put, reading: Reading, ahead: _Ahead):
     """The child's handlers of ROUTES (dispatch.handlers' makers): as read, the `now` part
     sent; as handed out, the `spaces` part done here too while the child unwinds, and the
     rest sent (samples: _Ahead)."""
-    import pickle
 
     def now(kind: type, route):
         if route.now is None:
             return None
         index = _AT["now", kind]
-        return lambda e: put((index, (pickle.dumps(e),)))
+        nested = _NESTED.get(kind)
+        if nested is None:
+            return lambda e: put((index, tuple(e)))
+        return lambda e: put((index, (tuple(e[0]), *e[1:])))
 
     def spaces(kind: type, route):
         if route.ahead is not None or route.spaces is None:
@@ -329,8 +334,6 @@ class _Replay:
     """This process's handlers of WIRE, by index, and how the reading process ended."""
 
     def __init__(self, r) -> None:
-        import pickle
-
         self.code = 0
         self.ended = False
         sink = r.sink
@@ -338,8 +341,11 @@ class _Replay:
         handed_out = dispatch.on_hand_out(sink, sink)
         fused, full_sample = handed_out[FusedSample], handed_out[ev.SampleEvent]
 
-        def now(handler):
-            return lambda blob: handler(pickle.loads(blob))
+        def now(kind: type, handler):
+            nested = _NESTED.get(kind)
+            if nested is None:
+                return lambda *fields: handler(_new(kind, fields))
+            return lambda first, *fields: handler(_new(kind, (nested._make(first), *fields)))
 
         def out(kind: type, handler):
             return lambda *fields: handler(_new(kind, fields))
@@ -355,7 +361,7 @@ class _Replay:
             "fused": lambda *fields: fused(fields),
             "chain": sink.define_chain,
             "numbered": sink.numbered_sample,
-            "attr": lambda blob: attrs.append(pickle.loads(blob)),
+            "attr": lambda *fields: attrs.append(PerfEventAttr._make(fields)),
             "full": full,
             "violation": sink.time_order_violation,
             "error": self.error,
@@ -364,7 +370,7 @@ class _Replay:
         }
         self.handlers = [
             own[key] if isinstance(key, str)
-            else now(getattr(r, ROUTES[key[1]].now)) if key[0] == "now"
+            else now(key[1], getattr(r, ROUTES[key[1]].now)) if key[0] == "now"
             else out(key[1], handed_out[key[1]])
             for key in WIRE]
 

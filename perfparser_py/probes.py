@@ -55,7 +55,6 @@ def _code_files() -> list[str]:
         for m in list(sys.modules.values()):
             if isinstance(f := getattr(m, "__file__", None), str):
                 files.append(f)
-            files.extend(getattr(m, "__datafiles__", ()))  # package data a module reads
     try:
         with open("/proc/self/maps", "rb") as f:
             maps = f.read()

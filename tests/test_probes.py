@@ -31,7 +31,6 @@ _ALLOWED = {
     "elf/vdso.py": "our own vDSO: probes.content of the running kernel's notes stands for it",
     "kernel/worker.py": "reads the kallsyms file for the run, which probes it (Kallsyms.load)",
     "split.py": "the pipe's capacity, which does not change the output",
-    "protocol/schema.py": "package data, kept as a code file (__datafiles__)",
     "compare.py": "a tool, not the run",
     "textdump.py": "a tool, not the run",
     "source.py:_permission_hint": "after a failed open: a run that fails is not stored",

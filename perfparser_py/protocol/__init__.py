@@ -1,7 +1,7 @@
 """QPERFSTREAM, the binary stream hotspot reads (spec/PROTOCOL.md): writer and reader.
 
-The byte layout of every message in every protocol flavour is data (schema.json, read
-by `schema`). Its modules, in the order they build on each other:
+The byte layout of every message in every protocol flavour is data (`schema.SCHEMA`). Its
+modules, in the order they build on each other:
 
 - values: the non-numeric values as the writer is given them (Variant, Features, its structs)
 - codec: the QDataStream codec of each schema type

@@ -1,5 +1,5 @@
-"""The message layouts of every protocol flavour, compiled from the schema (schema.json, read
-as `schema.SCHEMA`) into codecs and `struct.Struct` objects: `_LAYOUTS[flavour]`
+"""The message layouts of every protocol flavour, compiled from the schema (`schema.SCHEMA`)
+into codecs and `struct.Struct` objects: `_LAYOUTS[flavour]`
 is indexed by message type id. A layout frames a message for the writer and decodes one for
 the reader; the stream's header and framing constants live here too.
 """

@@ -95,14 +95,6 @@ def test_bundle_holds_every_module_the_accelerators_load(perfparser_exe):
     assert loaded and not missing
 
 
-def test_bundle_holds_the_package_data(perfparser_exe):
-    """The protocol schema is read at import, beside its module (perfparser.spec's datas):
-    `--version` does not load the protocol, so its absence would show only on a real run."""
-    _built_here(perfparser_exe)
-    assert (perfparser_exe.parent / "_internal" / "perfparser_py" / "protocol"
-            / "schema.json").is_file()
-
-
 def test_a_second_open_replays_the_first(perfparser_exe, tmp_path):
     """The replay cache works frozen: the second run gives the stored stream (the entry is
     read, not rewritten), and a changed library makes the next run store anew."""
