@@ -1,7 +1,7 @@
 """Whether a run is split in two processes (parallel.py), and the fork that starts the reading
-one: before this process imports and makes its stages (pipeline.Run), which the reading
-process has no use for, so that it reads while they are made. Not imported by the reading
-process's work itself (parallel.reading_process).
+one (parallel.reading_process) before this process imports and makes its stages
+(pipeline.Run), which the reading process has no use for: it reads while they are made. A
+module of its own, light to import, as the fork must come before those imports.
 
 A regular-file input of at least _MIN_BYTES is split when two CPUs are available;
 `PERFPARSER_PY_SPLIT=0` turns it off, `=1` forces it (tests). Not for `--print-stats`
