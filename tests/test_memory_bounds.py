@@ -79,7 +79,6 @@ def test_numbered_chains_of_a_split_run_stay_within_their_budget(tmp_path, monke
     start afresh once CHAIN_FRAMES frames are numbered (this side's table shows both)."""
     path = _many_stacks(tmp_path)
     serial, _sink = _run(path, "0", monkeypatch)
-    monkeypatch.setattr(pipeline, "CHAIN_FRAMES", 500)
     monkeypatch.setattr(parallel, "CHAIN_FRAMES", 500)
     split, sink = _run(path, "1", monkeypatch)
     assert split == serial
