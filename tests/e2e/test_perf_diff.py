@@ -547,7 +547,11 @@ def test_stacks_match_perf_script(name: str, tmp_path: Path) -> None:
     report = perfdiff.format_table([rep]) + "\n" + perfdiff.format_details(rep)
     print(report)
     assert rep.perf >= 500, report  # a recording big enough to mean something
-    assert rep.share(rep.agreeing if name in AGREEING else rep.identical) >= THRESHOLD, report
+    # elsewhere stacks must be identical but where perf labels a PLT entry after the size-0
+    # symbol before it (perf 6.1's naming, not its unwinding): how many samples land in a PLT
+    # stub is chance (c-dwarf: 0-7 of 1165, against a margin of 5)
+    strict = rep.identical + rep.perf_plt_label
+    assert rep.share(rep.agreeing if name in AGREEING else strict) >= THRESHOLD, report
     if name in SIGNAL_STACKS:
         assert rep.perf_signal_pc > 0, report  # the handler's stacks were sampled
     if name in WHOLE_STACKS:
