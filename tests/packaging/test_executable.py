@@ -63,8 +63,9 @@ def _run_python(python, code):
 
 
 def test_bundles_the_distributions_interpreter_and_the_compiled_core(perfparser_exe):
-    """build.sh freezes the .venv's interpreter, the distribution's (tools/venv-python), whose
-    libpython carries the distribution's security fixes, with the compiled core."""
+    """The tests' build (conftest: PYTHON=.venv/bin/python) freezes the .venv's interpreter, the
+    distribution's (tools/venv-python), whose libpython carries the distribution's security
+    fixes, with the compiled core."""
     _built_here(perfparser_exe)
     libdir = _run_python(REPO / ".venv" / "bin" / "python",
                          "import sysconfig as s; print(s.get_config_var('LIBDIR'))")[0]
