@@ -1,5 +1,5 @@
 """The frozen executable under test: $PERFPARSER_EXE, or built once per session into build/
-with the .venv's interpreter (build.sh's PGO interpreter takes ~8 minutes to build: a release
+with the .venv's interpreter (build.sh's PGO interpreter takes ~15 minutes to build: a release
 build's, not every test run's)."""
 
 import os
