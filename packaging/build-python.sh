@@ -73,10 +73,11 @@ fetch_source() {
 }
 
 if [ "$(cat "$prefix/.complete" 2>/dev/null)" != "$recipe" ]; then
-    rm -rf "$work" "$prefix"
+    rm -rf "$work"
     mkdir -p "$work"
     echo "fetching the source of $package $installed with apt-get" >&2
-    fetch_source
+    fetch_source  # before the old build goes: without the source, build.sh falls back
+    rm -rf "$prefix"
     cd "$work/src"
     # pyexpat and _elementtree built into libpython, as the distribution builds them: its
     # patched pyexpat.c includes a core header, which setup.py's shared build cannot compile
