@@ -54,9 +54,10 @@ fetch_source() {
     apt-get -q "$@" update >"$work/apt.log" 2>&1 ||
         { tail -5 "$work/apt.log" >&2; echo "build-python.sh: apt-get update failed" >&2; return 1; }
     # the installed version's source, else the newest the archives hold (a mirror may lack
-    # the security archive's pool): said when it is not the installed one
+    # the security archive's pool): said when it is not the installed one. $version stays
+    # the one unpacked.
     versions=$(apt-cache -q "$@" showsrc "$package" 2>/dev/null | sed -n 's/^Version: //p' |
-        sort -u | sort -r -V)
+        sort -u -r -V)
     for version in $installed $versions; do
         (cd "$work" && apt-get -q "$@" source --download-only "$package=$version") \
             >>"$work/apt.log" 2>&1 || continue
@@ -65,7 +66,6 @@ fetch_source() {
         dpkg-source -q -x "$work/${package}_$(echo "$version" | sed 's/^[0-9]*://').dsc" \
             "$work/src" >>"$work/apt.log" 2>&1 ||
             { tail -5 "$work/apt.log" >&2; return 1; }
-        echo "$version" >"$work/version"
         return 0
     done
     echo "build-python.sh: no source of $package found by apt-get (log: $work/apt.log)" >&2
@@ -82,10 +82,10 @@ if [ "$(cat "$prefix/.complete" 2>/dev/null)" != "$recipe" ]; then
     # pyexpat and _elementtree built into libpython, as the distribution builds them: its
     # patched pyexpat.c includes a core header, which setup.py's shared build cannot compile
     sed -n 's/^#\(pyexpat\|_elementtree\) /\1 /p' Modules/Setup >>Modules/Setup.local
-    # $ORIGIN rpath: the installed python3 finds its own libpython, so nothing needs
-    # LD_LIBRARY_PATH; PyInstaller copies the library into the bundle either way.
-    # as the distribution configures it: the system's expat (its patches build no other) and
-    # no ensurepip (its patched one refuses to run)
+    # Configured as the distribution configures it: the system's expat (its patches build no
+    # other) and no ensurepip (its patched one refuses to run). $ORIGIN rpath: the installed
+    # python3 finds its own libpython without LD_LIBRARY_PATH; PyInstaller copies the library
+    # into the bundle either way.
     ./configure --quiet --prefix="$prefix" --enable-shared --enable-optimizations --with-lto \
         --with-system-expat --without-ensurepip LDFLAGS="-Wl,-rpath,'\$\$ORIGIN/../lib'" >"$work/configure.log"
     # For GCC, configure links LTO as one partition (-flto-partition=none), on one core: the
@@ -93,7 +93,7 @@ if [ "$(cat "$prefix/.complete" 2>/dev/null)" != "$recipe" ]; then
     # the parser as fast.
     sed -i 's/-flto -fuse-linker-plugin -ffat-lto-objects -flto-partition=none/-flto=auto -fuse-linker-plugin -ffat-lto-objects/' Makefile
     grep -q -- '-flto=auto' Makefile || { echo "build-python.sh: LTO flags not found in CPython's Makefile" >&2; exit 1; }
-    echo "building $package $(cat "$work/version") with PGO+LTO (about 12 minutes on 2 cores, 15 with the venv; log: $work/make.log)" >&2
+    echo "building $package $version with PGO+LTO (about 12 minutes on 2 cores, 15 with the venv; log: $work/make.log)" >&2
     # -fprofile-partial-training: code the short training run never reaches is optimized as
     # without a profile, instead of for size as GCC does by default
     make -j"$jobs" PROFILE_TASK="$here/pgo_train.py $root $deps" \
@@ -106,7 +106,6 @@ if [ "$(cat "$prefix/.complete" 2>/dev/null)" != "$recipe" ]; then
     "$prefix/bin/python3" -c 'import bz2, ctypes, lzma, pyexpat, ssl, zlib, _elementtree' ||
         { grep -i "failed to build\|_failed" "$work/make.log" >&2; exit 1; }
     cd "$root"
-    cp "$work/version" "$prefix/.debian-version"
     rm -rf "$work"  # ~0.5 GB of objects and sources
     echo "$recipe" >"$prefix/.complete"
 fi
