@@ -11,7 +11,6 @@ common case costs a few /proc reads and one small JSON read, and never a subproc
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Mapping
 
@@ -194,6 +193,8 @@ def _dpkg_status_version(package: str) -> str | None:
 
 def embedded_version(exe: str) -> tuple[int, int, int] | None:
     """The application version string compiled into a Qt binary, if exactly one is found."""
+    import re
+
     with open(exe, "rb") as f:
         data = f.read(_SCAN_LIMIT)
     for pattern in (_QT5_LITERAL, _UTF16_VERSION):
@@ -207,5 +208,7 @@ def embedded_version(exe: str) -> tuple[int, int, int] | None:
 
 
 def _parse_version(text: str) -> tuple[int, int, int] | None:
+    import re
+
     m = re.match(_VERSION, text)
     return (int(m[1]), int(m[2]), int(m[3])) if m else None

@@ -22,7 +22,6 @@ Compiled (setup.py) with the C types of ordering.pxd: the queue's counters are C
 
 from __future__ import annotations
 
-import re
 from bisect import insort
 
 SAMPLE, MMAP, TASK = 0, 1, 2
@@ -302,6 +301,15 @@ def _sort(items: list, in_order: int) -> None:
 
 
 def _version_at_least(version: bytes, wanted: tuple[int, ...]) -> bool:
-    """Compare the leading numeric dotted components ("4.18.rc3" -> 4.18) with `wanted`."""
-    m = re.match(rb"\d+(?:\.\d+)*", version)
-    return m is not None and tuple(int(p) for p in m.group().split(b".")) >= wanted
+    """Compare the leading numeric dotted components ("4.18.rc3" -> 4.18) with `wanted`.
+    (Not a regular expression: this runs in every run, and importing re is ~4 ms of one.)"""
+    numbers = []
+    for piece in version.split(b"."):
+        n = 0
+        while n < len(piece) and 48 <= piece[n] <= 57:  # ASCII digits
+            n += 1
+        if n:
+            numbers.append(int(piece[:n]))
+        if n == 0 or n < len(piece):
+            break
+    return bool(numbers) and tuple(numbers) >= wanted

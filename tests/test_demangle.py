@@ -56,6 +56,21 @@ def test_rust_legacy_without_hash() -> None:
     assert demangle("_ZN1t4main17hc89f1824c9b61e1dE.llvm.1234") == "t::main"
 
 
+def test_rust_legacy_is_told_by_its_last_element() -> None:
+    """Legacy Rust: `_ZN`, then `17h` and 16 lowercase hex digits as the last element before
+    `E` (and an optional `.suffix`); anything else with `_ZN` is C++."""
+    from perfparser_py.demangle import _is_rust_legacy
+
+    for name in ("_ZN1t4main17hc89f1824c9b61e1dE", "_ZN17h0123456789abcdefE",
+                 "_ZN1t4main17hc89f1824c9b61e1dE.llvm.1234", "_ZN1a17hx17h0123456789abcdefE",
+                 "_ZN1t17h0123456789abcdefE."):
+        assert _is_rust_legacy(name), name
+    for name in ("_ZN1t4main17hc89f1824c9b61e1DE", "_ZN1t4main17hc89f1824c9b61eE",
+                 "_ZN1t4main17hc89f1824c9b61e1dEx", "_ZN1t4main17hc89f1824c9b61e1d",
+                 "_Z1t17hc89f1824c9b61e1dE", "_ZN3foo3barE", "_ZN17h"):
+        assert not _is_rust_legacy(name), name
+
+
 def test_rust_v0_without_disambiguators() -> None:
     assert demangle("_RNvC4test4main") == "test::main"
     assert demangle(
@@ -77,6 +92,7 @@ def test_without_pyderust_legacy_rust_still_demangles_and_v0_warns_once(monkeypa
     monkeypatch.setattr(D, "_warned_rust", False)
     assert D._rust_without_pyderust("_ZN4core3fmt9Formatter3pad17h0123456789abcdefE") == \
         "core::fmt::Formatter::pad"
+    assert D._rust_without_pyderust("_ZN1t4main17hc89f1824c9b61e1dE.llvm.1") == "t::main"
     assert D._rust_without_pyderust("_RNvCs1234_4main3foo") == "_RNvCs1234_4main3foo"
     assert D._rust_without_pyderust("_RNvCs1234_4main3bar") == "_RNvCs1234_4main3bar"
     err = capsys.readouterr().err

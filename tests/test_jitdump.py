@@ -152,3 +152,14 @@ def test_a_fifo_or_directory_named_like_a_dump_is_not_opened(tmp_path: Path) -> 
     os.mkfifo(tmp_path / f"jit-{PID}.dump")  # opening it would block
     frames, stderr = _run(tmp_path, None, [(20, CODE)])
     assert frames == [(None, None)] and b"was not found" in stderr
+
+
+def test_marker_names():
+    """A dump's marker is the mapping of a file named exactly jit-<decimal pid>.dump."""
+    from perfparser_py.jitdump import _marker_pid
+
+    assert _marker_pid(b"jit-1234.dump") == 1234
+    assert _marker_pid(b"jit-007.dump") == 7
+    for name in (b"jit-.dump", b"jit-12a.dump", b"jit-12.dump.1", b"xjit-12.dump", b"jit-12.dum",
+                 b"jit-+1.dump", b"jit- 1.dump", b"jit.dump", b""):
+        assert _marker_pid(name) is None, name

@@ -135,3 +135,6 @@ def test_versions_compare_by_their_numeric_prefix():
     assert _version_at_least(b"4.18.rc3", (3, 17))
     assert not _version_at_least(b"3.16.9", (3, 17))
     assert not _version_at_least(b"unknown", (3, 17))
+    assert _version_at_least(b"3.17a.0", (3, 17))  # the prefix ends inside a component
+    assert not _version_at_least(b"3..20", (3, 17))  # ...or at an empty one
+    assert not _version_at_least(b"", (3, 17))

@@ -6,7 +6,8 @@ stands in for them (~13 ms of a start). Nor dataclasses, which imports inspect. 
 libraries use them for still works. Nor typing, whose NamedTuple compiled every field
 annotation (perfparser_py.tuples), unless a library needs it (zstandard, for compressed
 recordings). The DWARF unwinder and the tracepoint decoder are imported only by
-runs that use them."""
+runs that use them. Nor re (with enum: ~4 ms before the fork of a split run): the few
+patterns a run matches are spelled out (zstandard imports it, through platform)."""
 
 import subprocess
 import sys
@@ -66,7 +67,8 @@ def test_rare_records_import_construct_alone(monkeypatch):
 UNWINDER = ["perfparser_py.elf.cfi", "perfparser_py.unwind.arches", "perfparser_py.unwind.dwarf",
             "perfparser_py.unwind.expression", "perfparser_py.unwind.memory",
             "perfparser_py.unwind.rules"]
-ON_USE = (*UNWINDER, "perfparser_py.tracepoints", "perfparser_py.perfdata.tracing", "typing")
+ON_USE = (*UNWINDER, "perfparser_py.tracepoints", "perfparser_py.perfdata.tracing", "typing",
+          "re", "enum")
 
 
 @pytest.mark.parametrize(("case", "imported"), [
