@@ -5,15 +5,16 @@ rows each and a Python loop over them took ~0.5 µs a row, ~10 ms of every small
 run. Here every field is gathered for all rows at once with strided byte slices and the rows
 to drop are found with `bytes.translate` masks, a few C-level passes over the table; names
 stay offsets into the string table until a lookup asks for one. About 40 % less time. The
-merged table is sorted and its aliases ranked by loops over the rows (`sorted_table`), which
-are C loops when compiled.
+merged table is sorted (a radix sort of the addresses) and its aliases ranked by loops over
+the rows (`sorted_table`), C loops over u64 views when compiled: with lists of ints and
+list.sort they were ~600 ns a row (3 ms of libc's debug file, 28 ms of cc1plus's, before a
+split run's first sample), now ~60.
 """
 
 from __future__ import annotations
 
 import sys
 from array import array
-from itertools import compress
 
 SHN_UNDEF = 0
 STB_GLOBAL = 1
@@ -28,22 +29,22 @@ _LAYOUT_64 = (24, (0, 4), (4, 1), (6, 2), (8, 8), (16, 8))
 _ONE_IF_TLS = bytes(1 if b & 0xF == STT_TLS else 0 for b in range(256))
 _ONE_IF_RESERVED = bytes(1 if b << 8 >= SHN_LORESERVE else 0 for b in range(256))  # high byte
 _ONE_IF_ZERO = bytes(1 if b == SHN_UNDEF else 0 for b in range(256))
-# (addresses, sizes, name offsets into the strings, strings), ordered by address
+# (addresses, sizes, name offsets into the strings, strings), ordered by address (lists: the
+# persistent cache marshals them)
 SymbolTable = tuple[list[int], list[int], list[int], bytes]
 
-_TYPECODES = {w: next(c for c in "BHILQ" if array(c).itemsize == w) for w in (1, 2, 4, 8)}
+_HOST_BIG = sys.byteorder == "big"
 
 
-def _column(rows: bytes, n: int, entsize: int, offset: int, width: int, swap: bool) -> array:
+def _column(rows: bytes, n: int, entsize: int, offset: int, width: int, big_endian: bool
+            ) -> array:
     """Field (`offset`, `width`) of each of the `n` rows (`rows` holds exactly those), as
-    unsigned integers."""
-    raw = bytearray(width * n)
+    u64s: each of its bytes goes where it lands in the host's u64, one strided copy each."""
+    raw = bytearray(8 * n)
     for k in range(width):
-        raw[k::width] = rows[offset + k::entsize]
-    col = array(_TYPECODES[width], raw)
-    if swap:
-        col.byteswap()
-    return col
+        j = width - 1 - k if big_endian else k  # the value's byte k of the field is
+        raw[(7 - j if _HOST_BIG else j)::8] = rows[offset + k::entsize]
+    return array("Q", raw)
 
 
 def _or(n: int, *masks: bytes) -> bytes:
@@ -59,95 +60,161 @@ def _and(n: int, a: bytes, b: bytes) -> bytes:
 
 
 def table_rows(symtab: bytes, is_64: bool, big_endian: bool, thumb: bool
-               ) -> tuple[list[int], list[int], list[int], list[int]]:
-    """(st_value, st_size, st_name, binding) of the table's symbols that are addresses in
-    the image, in table order: undefined, absolute/common (reserved section indexes) and TLS
-    symbols are not. `thumb` (ARM): bit 0 of a value marks Thumb code, not an address bit."""
+               ) -> tuple[array, array, array, bytes, bytes]:
+    """(st_value, st_size, st_name as u64 arrays, st_info, keep) of the table's rows, `keep`
+    1 for those that are addresses in the image, 0 for undefined, absolute/common (reserved
+    section indexes) and TLS symbols. `thumb` (ARM): bit 0 of a value marks Thumb code, not
+    an address bit."""
     entsize, f_name, f_info, f_shndx, f_value, f_size = _LAYOUT_64 if is_64 else _LAYOUT_32
     n = len(symtab) // entsize
     rows = bytes(symtab[:n * entsize])
-    swap = big_endian != (sys.byteorder == "big")
     lo, hi = f_shndx[0], f_shndx[0] + 1
     if big_endian:
         lo, hi = hi, lo
     shndx_lo, shndx_hi = rows[lo::entsize], rows[hi::entsize]
+    infos = rows[f_info[0]::entsize]
     drop = _or(n,
-               rows[f_info[0]::entsize].translate(_ONE_IF_TLS),
+               infos.translate(_ONE_IF_TLS),
                shndx_hi.translate(_ONE_IF_RESERVED),
                _and(n, shndx_lo.translate(_ONE_IF_ZERO), shndx_hi.translate(_ONE_IF_ZERO)))
-    keep = drop.translate(_ONE_IF_ZERO)
-    values = list(compress(_column(rows, n, entsize, *f_value, swap), keep))
+    values = _column(rows, n, entsize, *f_value, big_endian)
     if thumb:
-        values = [v & ~1 for v in values]
-    sizes = list(compress(_column(rows, n, entsize, *f_size, swap), keep))
-    bindings = [info >> 4 for info in compress(rows[f_info[0]::entsize], keep)]
-    return (values, sizes, list(compress(_column(rows, n, entsize, *f_name, swap), keep)),
-            bindings)
+        values = array("Q", [v & ~1 for v in values])
+    return (values, _column(rows, n, entsize, *f_size, big_endian),
+            _column(rows, n, entsize, *f_name, big_endian), infos, drop.translate(_ONE_IF_ZERO))
 
 
-def sorted_table(tables: list[tuple[tuple[list[int], list[int], list[int], list[int]], bytes]]
+def sorted_table(tables: list[tuple[tuple[array, array, array, bytes, bytes], bytes]]
                  ) -> SymbolTable:
     """(addresses, sizes, name offsets, strings) of the rows of `tables` ((`table_rows`,
     string table) pairs) in one list by address (stable: table order among equal addresses),
     keeping one row of each run of equal (address, size): the name perf shows for those
     aliases (`_best_alias`). `strings` joins the string tables, each cut after its last NUL;
     an offset into the cut tail or past the table (no terminator: no name) points at a NUL
-    instead. Names are read by `name_at` on a hit: most rows are never asked for. Loops over
-    the rows, in C when compiled (symtab.pxd)."""
+    instead. Names are read by `name_at` on a hit: most rows are never asked for."""
+    total = sum(len(rows[4]) for rows, _strtab in tables)  # room for every row
+    values = array("Q", bytes(8 * total))
+    sizes = array("Q", bytes(8 * total))
+    offsets = array("Q", bytes(8 * total))
+    infos = bytearray(total)
     strings = []
-    values: list[int] = []
-    sizes: list[int] = []
-    offsets: list[int] = []
-    bindings: list[int] = []
-    base = 0
-    for (t_values, t_sizes, t_offsets, t_bindings), strtab in tables:
+    n = base = 0
+    for rows, strtab in tables:
         body = strtab[:strtab.rfind(b"\0") + 1] or b"\0"
-        last = len(body) - 1
-        values.extend(t_values)
-        sizes.extend(t_sizes)
-        bindings.extend(t_bindings)
-        for off in t_offsets:
-            offsets.append(base + (off if off < last else last))
+        n = _append_kept(values, sizes, offsets, infos, n, *rows, base, len(body) - 1)
         strings.append(body)
         base += len(body)
     joined = b"".join(strings)
-    n = len(values)
-    order = sorted(range(n), key=values.__getitem__)
-    values = [values[i] for i in order]
-    sizes = [sizes[i] for i in order]
-    offsets = [offsets[i] for i in order]
-    bindings = [bindings[i] for i in order]
+    if n == 0:
+        return [], [], [], joined
+    order = _address_order(values, n)
+    return _merged(values, sizes, offsets, infos, order, n, joined)
+
+
+def _address_order(values: array, n: int) -> array:
+    """The indices 0..n-1 sorted by values[i], equal values in index order: an LSD radix sort,
+    one counting pass per byte in which the values differ (an image's addresses share their
+    high bytes: libc's differ in 3). A symbol table comes in no order (libc's 8 k rows are
+    3.8 k ascending runs), where the unpredictable compares of a merge sort cost ~140 ns a
+    row."""
+    src = array("Q", bytes(8 * n))
+    dst = array("Q", bytes(8 * n))
+    counts = array("Q", bytes(8 * 256))
+    keys = values
+    a = src
+    b = dst
+    count = counts
+    differ = 0  # the bits in which some value differs from the first
+    k = 0
+    while k < n:
+        a[k] = k
+        differ |= keys[k] ^ keys[0]
+        k += 1
+    shift = 0
+    while shift < 64:
+        if differ >> shift & 0xFF:
+            k = 0
+            while k < 256:
+                count[k] = 0
+                k += 1
+            k = 0
+            while k < n:
+                count[keys[k] >> shift & 0xFF] += 1
+                k += 1
+            at = 0  # each byte value's first slot
+            k = 0
+            while k < 256:
+                at, count[k] = at + count[k], at
+                k += 1
+            k = 0
+            while k < n:
+                x = a[k]
+                digit = keys[x] >> shift & 0xFF
+                b[count[digit]] = x
+                count[digit] += 1
+                k += 1
+            a, b = b, a
+            src, dst = dst, src
+        shift += 8
+    return src
+
+
+def _append_kept(values: array, sizes: array, offsets: array, infos: bytearray, n: int,
+                 t_values: array, t_sizes: array, t_names: array, t_infos: bytes, keep: bytes,
+                 base: int, last: int) -> int:
+    """Copy the kept rows of one table (`table_rows`) to the merged columns from row `n` on;
+    returns the rows there now. Their name offsets go into the joined strings, where the
+    table's start at `base`: one past its last NUL (`last`) points at that NUL."""
+    k = 0
+    while k < len(keep):
+        if keep[k]:
+            values[n] = t_values[k]
+            sizes[n] = t_sizes[k]
+            off = t_names[k]
+            offsets[n] = base + (off if off < last else last)
+            infos[n] = t_infos[k]
+            n += 1
+        k += 1
+    return n
+
+
+def _merged(values: array, sizes: array, offsets: array, infos: bytearray, order: array,
+            n: int, strings: bytes) -> SymbolTable:
+    """sorted_table's rows in `order`, one of each run of equal (address, size)."""
     out_values: list[int] = []
     out_sizes: list[int] = []
     out_names: list[int] = []
     lo = 0
     while lo < n:
-        value = values[lo]
-        size = sizes[lo]
+        i = order[lo]
+        value = values[i]
+        size = sizes[i]
         hi = lo + 1
-        while hi < n and values[hi] == value and sizes[hi] == size:
+        while hi < n and values[order[hi]] == value and sizes[order[hi]] == size:
             hi += 1
         out_values.append(value)
         out_sizes.append(size)
         # a run of aliases: its first row takes the best name
-        out_names.append(offsets[lo] if hi == lo + 1
-                         else offsets[_best_alias(joined, offsets, bindings, lo, hi)])
+        out_names.append(offsets[i] if hi == lo + 1
+                         else offsets[_best_alias(strings, offsets, infos, order, lo, hi)])
         lo = hi
-    return out_values, out_sizes, out_names, joined
+    return out_values, out_sizes, out_names, strings
 
 
-def _best_alias(strings: bytes, names: list[int], bindings: list[int], lo: int, hi: int
+def _best_alias(strings: bytes, names: array, infos: bytearray, order: array, lo: int, hi: int
                 ) -> int:
-    """The row of the run [lo, hi) of aliases whose name perf shows (symbols__fixup_duplicate's
-    choose_best_symbol): a named one, not weak, global (`_rank`), fewer leading underscores,
-    the longer name, then table order. So a vDSO's `__vdso_clock_gettime` wins over the weak
-    `clock_gettime`, libc's `clock_gettime` over the local `__clock_gettime_2`. The names
-    are read only for the rows `_rank` leaves tied, a third of libc's runs."""
-    best = lo
+    """The row (`order[lo:hi]`) of the run of aliases whose name perf shows
+    (symbols__fixup_duplicate's choose_best_symbol): a named one, not weak, global (`_rank`),
+    fewer leading underscores, the longer name, then table order. So a vDSO's
+    `__vdso_clock_gettime` wins over the weak `clock_gettime`, libc's `clock_gettime` over the
+    local `__clock_gettime_2`. The names are read only for the rows `_rank` leaves tied, a
+    third of libc's runs."""
+    best = order[lo]
     best_rank = 8
     tied = 0
-    for i in range(lo, hi):
-        rank = _rank(strings, names[i], bindings[i])
+    for k in range(lo, hi):
+        i = order[k]
+        rank = _rank(strings, names[i], infos[i] >> 4)
         if rank < best_rank:
             best, best_rank, tied = i, rank, 1
         elif rank == best_rank:
@@ -155,9 +222,10 @@ def _best_alias(strings: bytes, names: list[int], bindings: list[int], lo: int, 
     if tied == 1:
         return best
     best_under = best_len = -1
-    for i in range(best, hi):
+    for k in range(lo, hi):
+        i = order[k]
         off = names[i]
-        if _rank(strings, off, bindings[i]) != best_rank:
+        if _rank(strings, off, infos[i] >> 4) != best_rank:
             continue
         under = 0
         while strings[off + under] == 0x5F:  # "_"; the name's NUL ends it at the latest

@@ -82,3 +82,15 @@ def test_labels_inside_a_sized_function_belong_to_it():
     values = [0x100, 0x120, 0x180, 0x184, 0x200]
     sizes = [0x100, 0, 0x10, 0, 0]
     assert enclosing_sized(values, sizes) == [-1, 0, -1, 2, -1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 2**64 - 1), st.sampled_from([0, 5, 2**63, 2**64 - 1]),
+                          st.integers(0x7F00_0000_0000, 0x7F00_00FF_FFFF)), max_size=300))
+def test_address_order_is_a_stable_sort(values) -> None:
+    from array import array
+
+    from perfparser_py.elf.symtab import _address_order
+
+    order = _address_order(array("Q", values), len(values))
+    assert list(order) == sorted(range(len(values)), key=values.__getitem__)
