@@ -40,4 +40,5 @@ cpdef Py_ssize_t _best_alias(bytes strings, const unsigned long long[::1] names,
                              const unsigned char[::1] infos,
                              const unsigned long long[::1] order, Py_ssize_t lo, Py_ssize_t hi)
 
-cdef int _rank(bytes strings, Py_ssize_t offset, int binding)
+@cython.locals(binding=int)
+cdef int _rank(bytes strings, Py_ssize_t offset, int info)

@@ -7,8 +7,8 @@ to drop are found with `bytes.translate` masks, a few C-level passes over the ta
 stay offsets into the string table until a lookup asks for one. About 40 % less time. The
 merged table is sorted (a radix sort of the addresses) and its aliases ranked by loops over
 the rows (`sorted_table`), C loops over u64 views when compiled: with lists of ints and
-list.sort they were ~600 ns a row (3 ms of libc's debug file, 28 ms of cc1plus's, before a
-split run's first sample), now ~60.
+list.sort they took ~600 ns a row (3 ms of libc's debug file, 28 ms of cc1plus's, before a
+split run's first sample), now ~150.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _column(rows: bytes, n: int, entsize: int, offset: int, width: int, big_endi
     u64s: each of its bytes goes where it lands in the host's u64, one strided copy each."""
     raw = bytearray(8 * n)
     for k in range(width):
-        j = width - 1 - k if big_endian else k  # the value's byte k of the field is
+        j = width - 1 - k if big_endian else k  # byte k of the field is the value's byte j
         raw[(7 - j if _HOST_BIG else j)::8] = rows[offset + k::entsize]
     return array("Q", raw)
 
@@ -92,7 +92,7 @@ def sorted_table(tables: list[tuple[tuple[array, array, array, bytes, bytes], by
     aliases (`_best_alias`). `strings` joins the string tables, each cut after its last NUL;
     an offset into the cut tail or past the table (no terminator: no name) points at a NUL
     instead. Names are read by `name_at` on a hit: most rows are never asked for."""
-    total = sum(len(rows[4]) for rows, _strtab in tables)  # room for every row
+    total = sum(len(rows[0]) for rows, _strtab in tables)  # room for every row
     values = array("Q", bytes(8 * total))
     sizes = array("Q", bytes(8 * total))
     offsets = array("Q", bytes(8 * total))
@@ -214,7 +214,7 @@ def _best_alias(strings: bytes, names: array, infos: bytearray, order: array, lo
     tied = 0
     for k in range(lo, hi):
         i = order[k]
-        rank = _rank(strings, names[i], infos[i] >> 4)
+        rank = _rank(strings, names[i], infos[i])
         if rank < best_rank:
             best, best_rank, tied = i, rank, 1
         elif rank == best_rank:
@@ -225,7 +225,7 @@ def _best_alias(strings: bytes, names: array, infos: bytearray, order: array, lo
     for k in range(lo, hi):
         i = order[k]
         off = names[i]
-        if _rank(strings, off, infos[i] >> 4) != best_rank:
+        if _rank(strings, off, infos[i]) != best_rank:
             continue
         under = 0
         while strings[off + under] == 0x5F:  # "_"; the name's NUL ends it at the latest
@@ -236,8 +236,10 @@ def _best_alias(strings: bytes, names: array, infos: bytearray, order: array, lo
     return best
 
 
-def _rank(strings: bytes, offset: int, binding: int) -> int:
-    """The first three of _best_alias's criteria as one number, lower is better."""
+def _rank(strings: bytes, offset: int, info: int) -> int:
+    """The first three of _best_alias's criteria as one number, lower is better, for the row
+    of name `offset` and st_info `info`."""
+    binding = info >> 4
     return ((4 if strings[offset] == 0 else 0) + (2 if binding == STB_WEAK else 0)
             + (1 if binding != STB_GLOBAL else 0))
 
