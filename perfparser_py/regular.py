@@ -48,8 +48,27 @@ def read_regular(path: str, max_size: int, follow: bool = True) -> bytes | None:
         return None
     try:
         with f:
-            data = f.read(max_size + 1)
+            data = read_bounded(f, max_size)
     except OSError:
         return None
     return data if len(data) <= max_size else None
+
+
+_PIECE = 1 << 20
+
+
+def read_bounded(f, max_size: int) -> bytes:
+    """What the binary file `f` holds, up to max_size + 1 bytes (one more tells that it is
+    larger), read in pieces of at most _PIECE: read(max_size + 1) allocates that much before
+    it reads, which a small file's read cannot get under an address-space limit (ulimit -v)
+    or strict overcommit (a 256 MB bound: MemoryError where 300 MB are allowed)."""
+    pieces = []
+    left = max_size + 1
+    while left > 0:
+        piece = f.read(min(left, _PIECE))
+        if not piece:
+            break
+        pieces.append(piece)
+        left -= len(piece)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 

@@ -13,7 +13,7 @@ from array import array
 
 from .. import probes
 from ..mergesort import stable_order
-from ..regular import open_regular
+from ..regular import open_regular, read_bounded
 
 # A kallsyms file (a kernel's has 10-20 MB) is read up to this size, decompressed too
 MAX_KALLSYMS = 256 << 20
@@ -364,7 +364,7 @@ def read(path: str) -> tuple[bytes, str | None]:
                             if st.st_size > MAX_KALLSYMS else "cannot be opened")
     try:
         with f:
-            data = f.read(MAX_KALLSYMS + 1)
+            data = read_bounded(f, MAX_KALLSYMS)
             st = os.fstat(f.fileno())
         if len(data) > MAX_KALLSYMS:
             raise KallsymsError(f"larger than {MAX_KALLSYMS >> 20} MB")
