@@ -341,6 +341,10 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
             return CANNOT_OPEN
         if os.environ.get("PERFPARSER_TRACEBACK"):
             raise
+        if _out_of_memory(err):  # before problem(): its imports would fail the same way
+            _error("out of memory: the memory or address space this process may use (ulimit "
+                   "-v, cgroup, overcommit) is too small for this recording")
+            return DATA_ERROR
         from .dependencies import problem
 
         if missing := problem():  # a library missing or too old, not a bug of ours
@@ -360,6 +364,17 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
                 out.close()
             except OSError:
                 pass
+
+
+def _out_of_memory(err: Exception) -> bool:
+    """Whether `err` is an allocation refused: MemoryError, ENOMEM from the system (an mmap
+    of the input or of an ELF file under an address-space limit), or an extension module
+    that could not be mapped (the dynamic loader's words)."""
+    import errno
+
+    return (isinstance(err, MemoryError)
+            or (isinstance(err, OSError) and err.errno == errno.ENOMEM)
+            or (isinstance(err, ImportError) and "failed to map segment" in str(err)))
 
 
 def entry() -> None:

@@ -379,6 +379,11 @@ class _Replay:
         self.code = code
 
     def crash(self, message: str) -> None:
+        kind, _, text = message.partition(": ")
+        # what the CLI tells apart from a bug of ours (memory refused, a broken install)
+        raised = {"MemoryError": MemoryError, "ImportError": ImportError}.get(kind, None)
+        if raised is not None:
+            raise raised(f"in the reading process: {text}")
         raise RuntimeError(f"in the reading process: {message}")
 
     def end(self, seen) -> None:

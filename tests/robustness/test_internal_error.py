@@ -20,21 +20,36 @@ FAIL_AT = 40
 
 _WRAPPER = """
 import sys
-from perfparser_py import cli, pipeline
+from perfparser_py import cli, parallel, pipeline
 
-target = getattr(pipeline, {cls!r})
+target = getattr({module}, {cls!r})
 original = getattr(target, {method!r})
 calls = [0]
 
 def failing(self, *args):
     calls[0] += 1
     if calls[0] == {fail_at}:
-        raise RuntimeError("forced by the test")
+        raise {error}("forced by the test")
     return original(self, *args)
 
 setattr(target, {method!r}, failing)
 sys.exit(cli.main(sys.argv[1:]))
 """
+
+
+def _failing_run(tmp_path, module: str, cls: str, method: str, split: str, error: str):
+    """The CLI on a recording of more samples than FAIL_AT, with `module.cls.method` raising
+    `error` on its FAIL_AT-th call: (the finished process, the recording's sample count)."""
+    w, n = recording([], samples_per_map=200, prog=str(PROG).encode())
+    (tmp_path / "pipe.data").write_bytes(w.data())
+    script = _WRAPPER.format(module=module, cls=cls, method=method, fail_at=FAIL_AT, error=error)
+    e = env()
+    e["PERFPARSER_PY_SPLIT"] = split
+    res = subprocess.run([sys.executable, "-c", script, "--input", str(tmp_path / "pipe.data"),
+                          "--app", str(PROG.parent), "--kallsyms", "/dev/null", "--no-cache",
+                          "--protocol", "current"],
+                         capture_output=True, timeout=TIMEOUT, env=e)
+    return res, n
 
 
 @pytest.mark.parametrize("cls, method, split", [
@@ -43,15 +58,7 @@ sys.exit(cli.main(sys.argv[1:]))
     ("Sink", "numbered_sample", "1"),  # two processes: the symbolizing one fails
 ])
 def test_samples_before_an_internal_error_are_written(tmp_path, cls, method, split):
-    w, n = recording([], samples_per_map=200, prog=str(PROG).encode())
-    (tmp_path / "pipe.data").write_bytes(w.data())
-    script = _WRAPPER.format(cls=cls, method=method, fail_at=FAIL_AT)
-    e = env()
-    e["PERFPARSER_PY_SPLIT"] = split
-    res = subprocess.run([sys.executable, "-c", script, "--input", str(tmp_path / "pipe.data"),
-                          "--app", str(PROG.parent), "--kallsyms", "/dev/null", "--no-cache",
-                          "--protocol", "current"],
-                         capture_output=True, timeout=TIMEOUT, env=e)
+    res, n = _failing_run(tmp_path, "pipeline", cls, method, split, "RuntimeError")
     stderr = res.stderr.decode()
     assert res.returncode == 5, stderr
     assert "internal error, please report: RuntimeError: forced by the test" in stderr
@@ -63,3 +70,21 @@ def test_samples_before_an_internal_error_are_written(tmp_path, cls, method, spl
     # before it (after the attribute, the comm and the mmap)
     expected = FAIL_AT - 4 if method == "reader_event" else FAIL_AT - 1
     assert samples == expected < n
+
+
+@pytest.mark.parametrize("module, cls, method, split", [
+    ("pipeline", "Sink", "sample", "0"),
+    ("parallel", "_Ahead", "chain", "1"),  # in the reading process of a split run
+])
+def test_memory_refused_is_reported_as_such_after_the_samples_before_it(tmp_path, module, cls,
+                                                                         method, split):
+    """An allocation refused (ulimit -v, strict overcommit) is the machine's limit, not a bug
+    of ours nor a broken install: one line that says so, exit 5, the samples before it."""
+    res, n = _failing_run(tmp_path, module, cls, method, split, "MemoryError")
+    stderr = res.stderr.decode()
+    assert res.returncode == 5, stderr
+    assert stderr.strip().splitlines()[-1].startswith("perfparser: out of memory: ")
+    assert "internal error" not in stderr and "Traceback" not in stderr
+    assert "needs " not in stderr  # not blamed on a dependency
+    samples = sum(isinstance(m, P.Sample) for m in P.read_stream(res.stdout).messages)
+    assert 0 < samples < n
