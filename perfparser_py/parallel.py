@@ -22,6 +22,7 @@ import marshal
 import os
 import struct
 import sys
+from collections import namedtuple
 from operator import itemgetter
 
 from . import dispatch, probes
@@ -65,14 +66,13 @@ WIRE = (*(("now", k) for k, route in ROUTES.items() if route.now is not None),
 _AT = {key: index for index, key in enumerate(WIRE)}
 _FUSED, _CHAIN, _NUMBERED, _FULL = (_AT[k] for k in ("fused", "chain", "numbered", "full"))
 # "full" carries a SampleEvent unwound: its unwinding result, its attr as a number (sent
-# before as "attr") and the other fields Sink.full_sample reads of it, its raw data as bytes;
-# the rest (registers, stack, weight, ...) arrive empty (_EMPTY): half the fields marshalled
-_ATTR, _RAW = (ev.SampleEvent._fields.index(f) for f in ("attr", "raw"))
-_SENT = tuple(ev.SampleEvent._fields.index(f) for f in FULL_SAMPLE_READS if f != "attr")
-_sent_fields = itemgetter(*_SENT)
-_SENT_RAW = _SENT.index(_RAW)
-_EMPTY = ev.SampleEvent(None, 0, 0, 0, 0, 0, 0, 0, 0, 0, (), (), None, (), None, 0, (), None, 0,
-                        0, 0, 0, 0)
+# before as "attr") and the other fields Sink.full_sample reads of it, its raw data as bytes
+# (half the fields marshalled). It arrives as an _Arrived: those fields by the same names,
+# one tuple made where filling a whole SampleEvent took a list and a loop (~1 us a sample)
+_SENT_NAMES = tuple(f for f in FULL_SAMPLE_READS if f != "attr")
+_sent_fields = itemgetter(*(ev.SampleEvent._fields.index(f) for f in _SENT_NAMES))
+_SENT_RAW = _SENT_NAMES.index("raw")
+_Arrived = namedtuple("_Arrived", ("attr", *_SENT_NAMES))
 _new = tuple.__new__
 # the events sent as read whose first field is a named tuple itself, sent as its fields
 # (marshal takes plain tuples; pickle's import was ~1 ms in each process): that tuple's type
@@ -351,11 +351,7 @@ class _Replay:
             return lambda *fields: handler(_new(kind, fields))
 
         def full(outcome, attr, sent) -> None:
-            fields = list(_EMPTY)
-            fields[_ATTR] = attrs[attr]
-            for i in range(len(_SENT)):
-                fields[_SENT[i]] = sent[i]
-            full_sample(_new(ev.SampleEvent, fields), outcome)
+            full_sample(_new(_Arrived, (attrs[attr], *sent)), outcome)
 
         own = {
             "fused": lambda *fields: fused(fields),
