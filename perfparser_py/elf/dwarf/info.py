@@ -59,6 +59,8 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         self._index: tuple[list[int], list[int], list[int]] | None = None
         self._unlisted_index: tuple[list[int], list[int], list[int]] | None = None
         self._listed: dict[int, list[tuple[int, int]]] | None = None  # .debug_aranges read
+        self._last_cu_addr = -1  # the address _cu_for answered last, and its unit
+        self._last_cu: _Cu | None = None
         e = self._e
         self._length_version = struct.Struct(e + "IH").unpack_from
         self._wide_length_version = struct.Struct(e + "QH").unpack_from

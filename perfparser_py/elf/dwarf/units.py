@@ -226,7 +226,13 @@ class Units:
         return self._listed
 
     def _cu_for(self, addr: int) -> _Cu | None:
-        return self._cu_in(self._cu_index(), addr) or self._cu_in(self._unlisted(), addr)
+        # a frame asks line_at, then scopes_at, of one address: its unit is found once
+        if addr == self._last_cu_addr:
+            return self._last_cu
+        cu = self._cu_in(self._cu_index(), addr) or self._cu_in(self._unlisted(), addr)
+        self._last_cu_addr = addr
+        self._last_cu = cu
+        return cu
 
     def _cu_in(self, index: tuple[list[int], list[int], list[int]], addr: int) -> _Cu | None:
         starts, ends, offsets = index
