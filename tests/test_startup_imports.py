@@ -90,3 +90,20 @@ def test_libraries_still_work_with_them():
     assert pickled == "[1, 2] NoDoc(x: int)"
     assert debugger == "pdb inspect"
     assert compiled == "120"  # compile() names its module by a hashlib digest
+
+
+@pytest.mark.parametrize("command", ["perfparser", "hotspot-perfparser"])
+def test_installed_command_imports_no_re(command):
+    """The commands pip installs (what hotspot and tools/bench start) are scripts/perfparser,
+    not an entry point's script, which imports re for sys.argv[0] (~5 ms of every start)."""
+    script = Path(sys.executable).with_name(command)
+    done = subprocess.run([str(script), "--input", str(CORPUS / "recorded" / "fp" / "perf.data"),
+                           "--output", "/dev/null", "--no-cache"],
+                          env={"PYTHONPROFILEIMPORTTIME": "1", "PERFPARSER_PY_SPLIT": "0",
+                               "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "perfparser_py.cli" in imported
+    assert not {"re", "enum"} & imported

@@ -54,6 +54,11 @@ def check_wheel(wheel: Path, tag: str, extensions: bool, tmp: Path) -> None:
         assert f"{dist_info}/licenses/LICENSE" in names
         assert z.read(f"{dist_info}/licenses/LICENSE") == (REPO / "LICENSE").read_bytes()
         assert f"Tag: {tag}" in z.read(f"{dist_info}/WHEEL").decode()
+        # the commands are scripts/perfparser (it says why), not entry points
+        script = (REPO / "scripts" / "perfparser").read_bytes()
+        for command in ("perfparser", "hotspot-perfparser"):
+            assert z.read(f"perfparser_py-{version()}.data/scripts/{command}") == script
+        assert "perfparser =" not in z.read(f"{dist_info}/entry_points.txt").decode()
     assert not [n for n in names if n.endswith(".c")]
     built = {n for n in names if n.endswith(".so")}
     assert (len(built) == len(compiled_modules())) if extensions else not built
