@@ -74,6 +74,8 @@ _sent_fields = itemgetter(*(ev.SampleEvent._fields.index(f) for f in _SENT_NAMES
 _SENT_RAW = _SENT_NAMES.index("raw")
 _Arrived = namedtuple("_Arrived", ("attr", *_SENT_NAMES))
 _new = tuple.__new__
+# the reading process's exceptions the parent raises as their own kind ("crash")
+_KINDS_KEPT = {"MemoryError": MemoryError, "ImportError": ImportError}
 # the events sent as read whose first field is a named tuple itself, sent as its fields
 # (marshal takes plain tuples; pickle's import was ~1 ms in each process): that tuple's type
 _NESTED = {ev.AttrEvent: PerfEventAttr, ev.FeaturesEvent: HeaderFeatures}
@@ -288,7 +290,7 @@ def reading_process(options, source, wfd: int) -> None:
         code = 1
         try:
             # the items before it are whole events: the parent writes them, then reports
-            items.append((_AT["crash"], (f"{type(exc).__name__}: {exc}",)))
+            items.append((_AT["crash"], (type(exc).__name__, str(exc))))
             send()
             sender.close()
         except BaseException:  # noqa: BLE001, S110 - the parent reports the missing end
@@ -374,13 +376,13 @@ class _Replay:
         print(f"perfparser: {message}", file=sys.stderr)
         self.code = code
 
-    def crash(self, message: str) -> None:
-        kind, _, text = message.partition(": ")
-        # what the CLI tells apart from a bug of ours (memory refused, a broken install)
-        raised = {"MemoryError": MemoryError, "ImportError": ImportError}.get(kind, None)
-        if raised is not None:
-            raise raised(f"in the reading process: {text}")
-        raise RuntimeError(f"in the reading process: {message}")
+    def crash(self, kind: str, text: str) -> None:
+        """The reading process raised `kind` (its name) with `text`: raised here, as the same
+        kind where the CLI tells it apart from a bug of ours (memory refused, a broken
+        install), else as a RuntimeError naming it."""
+        if kind in _KINDS_KEPT:
+            raise _KINDS_KEPT[kind](f"in the reading process: {text}")
+        raise RuntimeError(f"in the reading process: {kind}: {text}")
 
     def end(self, seen) -> None:
         probes.merge(seen)

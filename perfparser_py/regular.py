@@ -70,5 +70,5 @@ def read_bounded(f, max_size: int) -> bytes:
             break
         pieces.append(piece)
         left -= len(piece)
-    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    return b"".join(pieces)  # one piece: that piece itself, not a copy
 
