@@ -176,6 +176,11 @@ class _Walker(Memory):
                         self._from_dict(new)
                         moved = True
             if not moved:
+                if step is not None:
+                    # a CFI row whose return address cannot be had ends the walk (elfutils:
+                    # the frame-pointer step is for code without CFI, where %rbp may chain
+                    # frames; under CFI it is any callee-saved value, a step into junk)
+                    break
                 new = self.a.fallback(self, self._as_dict())
                 if new is None:
                     break

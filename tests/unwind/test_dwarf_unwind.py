@@ -267,6 +267,23 @@ def test_a_remembered_return_address_in_no_module_ends_the_walk() -> None:
     assert frames[:3] == [0x1000, 0x1FFF, 0x5555_0000 - 1]
 
 
+def test_the_frame_pointer_step_is_only_for_code_without_cfi() -> None:
+    """elfutils steps by %rbp only where no CFI row covers pc: a row whose return address
+    cannot be read (its frame reaches past the stack copy) ends the walk, though %rbp, a
+    callee-saved register like any other under CFI, points at two words that look like a
+    frame."""
+    sp = 0x7FFF_0000
+    mask = (1 << 6) | (1 << 7) | (1 << 8)
+    stack = _words("Q", 0, 0x3000)  # at sp: a "caller's %rbp" 0 and a "return address"
+    regs = (sp, sp, 0x1000)  # %rbp, %rsp, %rip
+    big = [Row((CFA_REG, 7, 0x10000), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x2000)]
+    frames, _ = unwind("x86_64", 2, regs, mask, stack, _space(big), History(), -1)
+    assert frames == [0x1000]
+    # where no row covers pc, the same words are the caller
+    frames, _ = unwind("x86_64", 2, regs, mask, stack, _space([]), History(), -1)
+    assert frames == [0x1000, 0x2FFF]
+
+
 def test_a_walk_deeper_than_the_output_array_keeps_every_frame() -> None:
     """The walk's frame array starts small and grows: 300 callers all come back, in order."""
     rows = [Row((CFA_REG, 7, 8), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x4000)]
