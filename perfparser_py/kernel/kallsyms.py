@@ -55,8 +55,11 @@ _CLASS = bytes(int(chr(b), 16) if chr(b) in "0123456789abcdefABCDEF"
 
 
 def _zeroed(n: int) -> tuple[array, array]:
-    """Arrays of addresses and line spans for n entries, all 0."""
-    return array("Q", bytes(8 * n)), array("Q", bytes(16 * n))
+    """Arrays of addresses and line spans for n entries, all 0: repeated from one, which
+    writes each page once (array("Q", bytes(8 * n)) zeroes a bytes, then copies it: ~1-5 ms
+    more in a fresh process for a 120 k-line kallsyms)."""
+    zero = array("Q", [0])
+    return zero * n, zero * (2 * n)
 
 
 def _entries(data: bytes) -> tuple[array, array]:
