@@ -158,6 +158,12 @@ class _Walker(Memory):
                     # module ([heap], [stack], nothing) is junk, not a caller: stop before it
                     break
                 self._push(adj)
+                # code without CFI: the architecture's frame-pointer step (elfutils' order;
+                # under CFI %rbp is any callee-saved value, a step into junk)
+                new = self.a.fallback(self, self._as_dict())
+                if new is None:
+                    break
+                self._from_dict(new)
             else:
                 st: Step = step
                 signal = st.signal
@@ -175,17 +181,8 @@ class _Walker(Memory):
                     if new is not None:
                         self._from_dict(new)
                         moved = True
-            if not moved:
-                if step is not None:
-                    # a CFI row whose return address cannot be had ends the walk (elfutils:
-                    # the frame-pointer step is for code without CFI, where %rbp may chain
-                    # frames; under CFI it is any callee-saved value, a step into junk)
-                    break
-                new = self.a.fallback(self, self._as_dict())
-                if new is None:
-                    break
-                self._from_dict(new)
-                signal = False
+                if not moved:
+                    break  # a row whose return address cannot be had ends the walk
             has_cfa = valid[sp_reg]
             cfa = regs[sp_reg] if has_cfa else 0
             if self._seen(pc, has_cfa, cfa):
