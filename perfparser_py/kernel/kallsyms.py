@@ -123,8 +123,9 @@ def _entries(data: bytes) -> tuple[array, array]:
         if value and fields == 3:
             if n == cap:  # room for twice as many; no view may hold the arrays meanwhile
                 out_addrs = out_spans = None
-                addrs.frombytes(bytes(8 * cap))
-                spans.frombytes(bytes(16 * cap))
+                more_addrs, more_spans = _zeroed(cap)
+                addrs.extend(more_addrs)
+                spans.extend(more_spans)
                 cap *= 2
                 out_addrs = addrs
                 out_spans = spans
