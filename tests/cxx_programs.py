@@ -144,7 +144,7 @@ def build(tmp: Path, compiler: str, source: str, name: str, flags: list[str]) ->
     src.write_text(source)
     exe = tmp / name
     subprocess.run([compiler, "-O2", "-g", *flags, "-o", str(exe), str(src)], check=True,
-                   capture_output=True)
+                   capture_output=True, cwd=tmp)  # where clang writes -gsplit-dwarf's .dwo
     return exe
 
 

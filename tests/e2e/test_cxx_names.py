@@ -99,10 +99,12 @@ def test_frames_not_inlined_are_named_as_cxxfilt_prints_their_symbol(
         assert any(kind in name for name in seen), (kind, sorted(seen))
 
 
+@pytest.mark.parametrize("flags", [[], ["-gsplit-dwarf"]], ids=["whole", "split-dwarf"])
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_inlined_frames_are_named_as_cxxfilt_prints_the_symbol_they_would_have(
-        tmp_path: Path, compiler: str) -> None:
-    exe = build(tmp_path, compiler, INLINED, "inlined", [])
+        tmp_path: Path, compiler: str, flags: list[str]) -> None:
+    """Split DWARF too: the inlined scopes are in the .dwo files beside the program."""
+    exe = build(tmp_path, compiler, INLINED, "inlined", flags)
     names = inline_reference_names(tmp_path, compiler)
     data = _record(exe, ["--call-graph", "dwarf,16384"])
     seen: set[str] = set()

@@ -190,6 +190,8 @@ def test_vector_static_gcc_matches_upstream_expected() -> None:
 
 class _Image:
     little_endian = True
+    path = "/nonexistent/synthetic"  # no .dwo or .dwp beside it
+    debug = None
 
     def __init__(self, sections: dict[str, bytes]) -> None:
         self._s = sections

@@ -3,8 +3,8 @@
 `DwarfInfo.for_image(image)` finds the debug sections; `line_at(vaddr)` gives the line-table
 row for an address and `scopes_at(vaddr)` the enclosing subprogram plus the inlined
 subroutines containing it (SEMANTICS §10.3-§10.5). DWARF 2-5 are read, including the DWARF 5
-string/address/range indirections. A CU is parsed only when an address inside it is asked for;
-its DIE index, line table and resolved scopes are cached. Malformed or hostile DWARF makes the
+string/address/range indirections and split DWARF (.dwo, .dwp). A CU is parsed only when an
+address inside it is asked for; its DIE index, line table and resolved scopes are cached. Malformed or hostile DWARF makes the
 affected lookup return None; nothing raises. When the image carries a persistent cache record
 (`image.cache`), answers are kept there and the DWARF is only decoded for addresses it lacks.
 
@@ -16,6 +16,7 @@ Its modules, in the order they build on each other:
 - ranges: the address ranges of a DIE (low/high pc, .debug_ranges, .debug_rnglists)
 - lines: line programs and the line table built from one
 - scopes: Scope; the subprogram and inlined scopes at an address, their names and types
+- split: where a skeleton unit's split unit is (.dwo files, .dwp packages)
 - info: DwarfInfo, made of the parts above; RecordedDwarf; prefetch_sections
 """
 

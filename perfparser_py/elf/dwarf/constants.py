@@ -47,6 +47,7 @@ _AT_LINKAGE_NAME = 0x6E
 _AT_STR_OFFSETS_BASE = 0x72
 _AT_ADDR_BASE = 0x73
 _AT_RNGLISTS_BASE = 0x74
+_AT_DWO_NAME = 0x76
 _AT_MIPS_LINKAGE_NAME = 0x2007
 _AT_LANGUAGE = 0x13
 _AT_PRODUCER = 0x25
@@ -56,6 +57,8 @@ _AT_TYPE = 0x49
 _AT_OBJECT_POINTER = 0x64
 _AT_GNU_ADDR_BASE = 0x2133
 _AT_GNU_RANGES_BASE = 0x2132
+_AT_GNU_DWO_NAME = 0x2130
+_AT_GNU_DWO_ID = 0x2131
 # Forms whose values are addresses (everything else with a number is a constant/offset).
 _ADDR_FORMS = frozenset((0x01, 0x1B, 0x29, 0x2A, 0x2B, 0x2C, 0x1F01))
 

@@ -144,7 +144,9 @@ class Dies:
         offs = self._s.get("str_offsets")
         if offs is None:
             return None
-        base = cu.str_offsets_base if cu.str_offsets_base is not None else 8
+        base = cu.str_offsets_base
+        if base is None:  # past the header: DWARF 5's (a .dwo's too); GCC's DWARF 4 .dwo has none
+            base = 2 * cu.off_size if cu.version >= 5 else 0
         pos = base + v * cu.off_size
         return self._str_at("str", self._u("I" if cu.off_size == 4 else "Q", offs, pos))
 

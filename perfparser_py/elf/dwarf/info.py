@@ -9,6 +9,7 @@ from .dies import Dies
 from .lines import Lines
 from .ranges import Ranges
 from .scopes import Scope, Scopes
+from .split import SplitFiles
 from .units import Units, _Cu
 
 # the .debug_* sections DwarfInfo reads
@@ -45,7 +46,8 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
     through self and share this object's per-image caches, so a lookup's calls from one part
     to another cost what they cost inside one module."""
 
-    def __init__(self, secs: dict[str, memoryview], little: bool) -> None:
+    def __init__(self, secs: dict[str, memoryview], little: bool,
+                 split_files: SplitFiles | None = None) -> None:
         self._s = secs
         self._e = "<" if little else ">"
         self._byteorder = "little" if little else "big"
@@ -73,6 +75,14 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         self._line_cache: dict[int, tuple[bytes, int, int] | None] = {}
         self._parents: dict[int, int] = {}
         self._scope_objs: dict[int, Scope] = {}
+        # split DWARF: where skeleton units' split units are looked for, and each one found
+        self._split_files = split_files
+        self._splits: dict[int, tuple[DwarfInfo, _Cu] | None] = {}
+        # set on a split unit's DwarfInfo (_split_in): the skeleton's address base, base
+        # address and compilation directory (Units._cu_top); and what its DIE offsets are
+        # told from the program's and other split units' by (Scope.die_offset)
+        self._inherited: tuple | None = None
+        self._die_base = 0
 
     @staticmethod
     def for_image(image) -> DwarfInfo | RecordedDwarf | None:
@@ -107,7 +117,10 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
                 secs[name] = sec[1]
         if "info" not in secs or "abbrev" not in secs:
             return None
-        return DwarfInfo(secs, image.little_endian)
+        paths = [image.path]
+        if image.debug is not None:
+            paths.append(image.debug.path)
+        return DwarfInfo(secs, image.little_endian, SplitFiles(paths))
 
     # ------------------------------------------------------------------ public
 
@@ -118,6 +131,74 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
     def scopes_at(self, vaddr: int) -> tuple[Scope, list[Scope]] | None:
         """(subprogram containing `vaddr`, inlined scopes containing it, outermost first)."""
         return _answer(self._scopes, self._scopes_at, vaddr)
+
+    def lacks_split_unit(self, vaddr: int) -> bool:
+        """Whether `vaddr` is in a skeleton unit whose split unit no file had: the answer of
+        scopes_at (none) would change once the .dwo or .dwp is there."""
+        try:
+            cu = self._cu_for(vaddr)
+        except _MALFORMED:
+            return False
+        return cu is not None and cu.dwo_name is not None and self._splits.get(cu.offset) is None
+
+    # ------------------------------------------------------------- split DWARF
+
+    def _split_unit(self, cu: _Cu) -> tuple[DwarfInfo, _Cu] | None:
+        """The split unit holding the DIEs of skeleton unit `cu` and the DwarfInfo reading
+        it (split.py), found once; None when no file has it."""
+        try:
+            return self._splits[cu.offset]
+        except KeyError:
+            pass
+        found = None
+        name = self._string(cu, cu.dwo_name)
+        if name and self._split_files is not None:
+            for secs in self._split_files.candidates(name, cu.comp_dir, cu.dwo_id):
+                found = self._split_in(secs, cu)
+                if found is not None:
+                    break
+        self._splits[cu.offset] = found
+        return found
+
+    def _split_in(self, secs: dict[str, memoryview], skeleton: _Cu
+                  ) -> tuple[DwarfInfo, _Cu] | None:
+        """The unit of `secs` (a .dwo's sections or a package's contribution) whose id is
+        the skeleton's, read with what it takes from the program: .debug_addr, GCC's DWARF 4
+        .debug_ranges from the skeleton's ranges base, and the skeleton's file names when
+        the split unit has no line table of its own (LLVM's)."""
+        if "info" not in secs or "abbrev" not in secs:
+            return None
+        mine = self._s
+        if "addr" in mine:
+            secs["addr"] = mine["addr"]
+        if skeleton.version < 5 and "ranges" in mine:
+            secs["ranges"] = mine["ranges"][skeleton.rnglists_base or 0:]
+        if "line" in secs:
+            split = DwarfInfo(secs, self._e == "<")
+        else:
+            split = _NamesFilesBySkeleton(secs, self._e == "<", self, skeleton)
+        split._inherited = (skeleton.addr_base, skeleton.low_pc, skeleton.comp_dir)
+        split._die_base = (skeleton.offset + 1) << 64
+        for off in split._units():
+            cu = split._unit(off)
+            if (cu is not None and split._top_usable(cu)
+                    and (skeleton.dwo_id is None or cu.dwo_id == skeleton.dwo_id)):
+                return split, cu
+        return None
+
+
+class _NamesFilesBySkeleton(DwarfInfo):
+    """A split unit's DwarfInfo whose file numbers are the skeleton's line table's."""
+
+    def __init__(self, secs: dict[str, memoryview], little: bool, program: DwarfInfo,
+                 skeleton: _Cu) -> None:
+        super().__init__(secs, little)
+        self._program = program
+        self._skeleton = skeleton
+
+    def _file_path(self, cu: _Cu, idx: int) -> bytes | None:
+        return self._program._file_path(self._skeleton, idx)
+
 
 class RecordedDwarf:
     """line_at/scopes_at answered from a persistent cache record (DESIGN decision 4).
@@ -164,10 +245,12 @@ class RecordedDwarf:
         if packed is _MISSING:
             info = self._decoder()
             result = None if info is None else info.scopes_at(vaddr)
-            # plain tuples: marshal (the cache's format) takes no tuple subclass
-            self._packed[vaddr] = None if result is None else (
-                tuple(result[0]), tuple(tuple(s) for s in result[1]))
-            self._rec.dirty = True
+            # not kept without the split unit: the record's key does not cover .dwo files
+            if info is None or not info.lacks_split_unit(vaddr):
+                # plain tuples: marshal (the cache's format) takes no tuple subclass
+                self._packed[vaddr] = None if result is None else (
+                    tuple(result[0]), tuple(tuple(s) for s in result[1]))
+                self._rec.dirty = True
         else:
             try:
                 result = None if packed is None else (

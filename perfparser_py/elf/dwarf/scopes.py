@@ -276,6 +276,13 @@ class Scopes:
         cu = self._cu_for(addr)
         if cu is None:
             return None
+        if cu.dwo_name is not None:  # a skeleton: the scopes are in its split unit
+            split = self._split_unit(cu)
+            if split is not None:
+                return split[0]._scopes_in(split[1], addr)
+        return self._scopes_in(cu, addr)
+
+    def _scopes_in(self, cu: _Cu, addr: int) -> tuple[Scope, list[Scope]] | None:
         self._walk(cu)
         sub = _subprogram_at(cu, addr)
         if sub is None:
@@ -312,7 +319,7 @@ class Scopes:
             v = attrs.get(_AT_CALL_COLUMN)
             call_column = v if isinstance(v, int) else -1
         scope = Scope(self._qualified(off, chain), self._entry_pc(cu, attrs), decl_file, decl_line,
-                      decl_column, call_file, call_line, call_column, off)
+                      decl_column, call_file, call_line, call_column, off + self._die_base)
         self._scope_objs[off] = scope
         return scope
 

@@ -10,8 +10,9 @@ from bisect import bisect_right, insort
 from ...mergesort import stable_order
 from ..leb128 import sleb, uint_at, uleb, uleb_end, uleb_value
 from .constants import (
-    DwarfError, _ADDR_FORMS, _AT_ADDR_BASE, _AT_COMP_DIR, _AT_ENTRY_PC, _AT_GNU_ADDR_BASE,
-    _AT_GNU_RANGES_BASE, _AT_HIGH_PC, _AT_LOW_PC, _AT_RANGES, _AT_RNGLISTS_BASE, _AT_STMT_LIST,
+    DwarfError, _ADDR_FORMS, _AT_ADDR_BASE, _AT_COMP_DIR, _AT_DWO_NAME, _AT_ENTRY_PC,
+    _AT_GNU_ADDR_BASE, _AT_GNU_DWO_ID, _AT_GNU_DWO_NAME, _AT_GNU_RANGES_BASE, _AT_HIGH_PC,
+    _AT_LOW_PC, _AT_RANGES, _AT_RNGLISTS_BASE, _AT_STMT_LIST,
     _AT_STR_OFFSETS_BASE, _MALFORMED, _MAX_ABBREV_TABLES, _TAG_COMPILE_UNIT, _TAG_PARTIAL_UNIT,
     _TAG_SKELETON_UNIT,
 )
@@ -24,7 +25,7 @@ class _Cu:
                  "abbrevs", "top", "comp_dir", "low_pc", "addr_base", "str_offsets_base",
                  "rnglists_base", "ranges", "stmt_list", "walked", "subprograms", "nodes", "pending",
                  "deferred", "ndeferred", "prefixes", "runs", "dirs", "files", "lines", "line_addrs", "skips",
-                 "sub_index", "kids")
+                 "sub_index", "kids", "dwo_name", "dwo_id")
 
     def __init__(self) -> None:
         self.abbrevs: dict | None = None
@@ -33,6 +34,10 @@ class _Cu:
         self.addr_base: int | None = None
         self.str_offsets_base: int | None = None
         self.rnglists_base: int | None = None
+        # a skeleton unit's .dwo name (a string form), and the id pairing a skeleton with
+        # its split unit (split.py)
+        self.dwo_name = None
+        self.dwo_id: int | None = None
         self.ranges: list[tuple[int, int]] | None = None
         self.walked = False
         self.files: list | None = None
@@ -148,9 +153,16 @@ class Units:
         them), then comp_dir and the unit's address ranges. Without the unit's table, with
         its one abbreviation: most units whose DIE is read only for its ranges (_unlisted,
         over every unit .debug_aranges leaves out: dwz's partial units in Debian's debug
-        files) are never walked, and their whole tables were most of that read."""
+        files) are never walked, and their whole tables were most of that read.
+
+        A split unit inherits from its skeleton what its DIE lacks (DWARF 5 §3.1.3): the
+        address base before any value is read, then its base address and compilation
+        directory (_inherited, set by DwarfInfo._split_in)."""
         cu.top = None
         cu.addr_base = cu.str_offsets_base = cu.rnglists_base = None
+        inherited = self._inherited
+        if inherited is not None:
+            cu.addr_base = inherited[0]
         info = self._s["info"]
         code, pos = uleb(info, cu.first_die)
         abbrevs = cu.abbrevs
@@ -178,7 +190,24 @@ class Units:
         cu.comp_dir = self._string(cu, attrs.get(_AT_COMP_DIR))
         cu.low_pc = attrs.get(_AT_LOW_PC) or 0
         cu.stmt_list = attrs.get(_AT_STMT_LIST)
+        if inherited is not None:
+            cu.low_pc = cu.low_pc or inherited[1]
+            cu.comp_dir = cu.comp_dir or inherited[2]
+            if cu.stmt_list is None:  # file names: the .dwo's own line table
+                cu.stmt_list = 0
+        cu.dwo_name = attrs.get(_AT_DWO_NAME) or attrs.get(_AT_GNU_DWO_NAME)
+        cu.dwo_id = self._unit_id(cu, attrs.get(_AT_GNU_DWO_ID))
         cu.ranges = self._ranges(cu, attrs)
+
+    def _unit_id(self, cu: _Cu, gnu_id) -> int | None:
+        """The id pairing a skeleton unit with its split unit: in a DWARF 5 skeleton or
+        split unit's header, else GCC's DW_AT_GNU_dwo_id (`gnu_id`, the unit DIE's value)."""
+        if cu.version >= 5:
+            info = self._s["info"]
+            if info[cu.offset + (4 if cu.off_size == 4 else 12) + 2] not in (4, 5):
+                return None
+            return uint_at(info, cu.first_die - 8, 8, self._e == "<")
+        return gnu_id if isinstance(gnu_id, int) else None
 
     # -------------------------------------------------------------- CU lookup
 
