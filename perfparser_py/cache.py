@@ -52,8 +52,8 @@ MAX_DECODED = 64 << 20
 _CODE = ("elf/image.py", "elf/constants.py", "elf/compressed.py", "elf/symtab.py",
          "elf/dwarf/__init__.py", "elf/dwarf/constants.py", "elf/dwarf/units.py",
          "elf/dwarf/dies.py", "elf/dwarf/ranges.py", "elf/dwarf/lines.py", "elf/dwarf/scopes.py",
-         "elf/dwarf/info.py", "elf/dwarf/split.py", "elf/leb128.py", "demangle.py",
-         "demangle_fallback.py", "kernel/kallsyms.py", "cache.py")
+         "elf/dwarf/info.py", "elf/dwarf/split.py", "elf/dwarf/supplement.py", "elf/leb128.py",
+         "demangle.py", "demangle_fallback.py", "kernel/kallsyms.py", "cache.py")
 
 
 def _code_version() -> str:

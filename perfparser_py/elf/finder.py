@@ -263,6 +263,7 @@ class ElfFinder:
             self._handed_out.add(image)
             # perf lists the build ids of the files with samples: their DWARF will be read
             listed = self.prefetch and os.fsencode(recorded) in self.build_ids
+            image.supplement_search = lambda holder: self.find_supplement(holder, recorded)
             if listed or self.debuginfod is not None:
                 # a download reports its progress in the stream: it stays where it was
                 self._attach_debug(image, recorded)
@@ -282,7 +283,7 @@ class ElfFinder:
         mappings until a full collection, never in a process that runs main() again after
         gc.freeze() (the fuzzer's, which ran out of address space at ~8 MB a run)."""
         for image in self._handed_out:
-            image.debug_search = None
+            image.debug_search = image.supplement_search = None
 
     def _attach_debug(self, image: ElfImage, recorded: str) -> None:
         """Look for `image`'s debug file (stripped files keep symbols and DWARF in one) and
@@ -366,6 +367,23 @@ class ElfFinder:
         # cheaper and finds the same file.
         fetched = self._debuginfod(image.build_id, "debuginfo", recorded)
         return None if fetched is None else self._open_debug(fetched, image, main_real)
+
+    def find_supplement(self, holder: ElfImage, recorded: str) -> ElfImage | None:
+        """The supplementary file of the DWARF in `holder` (dwarf/supplement.py): in the
+        debug directories and the sysroot, then from debuginfod by its build id."""
+        from .dwarf import supplement
+
+        dirs = [d for d in self._debug_dirs() if d.startswith("/")]
+        # one image per file: the debug files of a package's programs share theirs
+        found = supplement.find(holder, dirs, self.sysroot, self._load)
+        if found is None:
+            ref = supplement.reference(holder)
+            if ref is not None and ref[2]:
+                fetched = self._debuginfod(ref[1], "debuginfo", recorded)
+                image = None if fetched is None else self._load(fetched)
+                if image is not None and supplement.matches(image, ref[1], True):
+                    found = image
+        return found
 
     def _debuginfod(self, build_id: bytes | None, kind: str, recorded: str) -> str | None:
         """Path of the file debuginfod has for `build_id`, reporting progress for `recorded`."""

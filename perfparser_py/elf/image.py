@@ -89,6 +89,12 @@ class ElfImage(FallbackNames):
         # the finder's search for the debug file (and the cache record that names it), run on
         # first use of `debug` or `cache`: most mapped files never get a sample
         self.debug_search: Callable[[ElfImage], None] | None = None
+        # the finder's search for the supplementary file of the DWARF of a file, this one or
+        # its debug file (dwarf/supplement.py); None: without the finder's directories
+        self.supplement_search: Callable[[ElfImage], ElfImage | None] | None = None
+        # the DWARF of this file as the supplementary file of others (a DwarfInfo), shared
+        # by the files that refer to it
+        self.supplement_dwarf = None
         self.build_id: bytes | None = None
         self.debuglink: tuple[str, int] | None = None
         self.segments: list[tuple[int, int, int, int]] = []
@@ -342,6 +348,12 @@ class ElfImage(FallbackNames):
             result = self.debug.section(name)
         self._section_cache[name] = result
         return result
+
+    def holder_of(self, name: str) -> ElfImage:
+        """The file whose section `name` section() gives: this one, or its debug file."""
+        if self._holder(name) is None and self.debug is not None and self.section(name):
+            return self.debug
+        return self
 
     def _own_section(self, name: str) -> tuple[int, memoryview] | None:
         sec = self._holder(name)

@@ -99,12 +99,29 @@ def test_frames_not_inlined_are_named_as_cxxfilt_prints_their_symbol(
         assert any(kind in name for name in seen), (kind, sorted(seen))
 
 
-@pytest.mark.parametrize("flags", [[], ["-gsplit-dwarf"]], ids=["whole", "split-dwarf"])
+def _build_inlined(tmp: Path, compiler: str, variant: str) -> Path:
+    """INLINED as built, with split DWARF, or after `dwz -m` (with a twin, as dh_dwz does
+    for a package's programs: the shared DIEs go to a supplementary file beside them;
+    clang's DWARF 4, the DWARF 5 dwz 0.15 reads)."""
+    if variant == "split-dwarf":
+        return build(tmp, compiler, INLINED, "inlined", ["-gsplit-dwarf"])
+    if variant == "whole":
+        return build(tmp, compiler, INLINED, "inlined", [])
+    flags = ["-gdwarf-4"] if compiler == "clang++" else []
+    exe = build(tmp, compiler, INLINED, "inlined", flags)
+    twin = build(tmp, compiler, INLINED, "twin", flags)
+    subprocess.run(["dwz", "-m", str(tmp / "common.debug"), "-M", "common.debug", str(exe),
+                    str(twin)], check=True, capture_output=True)
+    return exe
+
+
+@pytest.mark.parametrize("variant", ["whole", "split-dwarf", "dwz"])
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_inlined_frames_are_named_as_cxxfilt_prints_the_symbol_they_would_have(
-        tmp_path: Path, compiler: str, flags: list[str]) -> None:
-    """Split DWARF too: the inlined scopes are in the .dwo files beside the program."""
-    exe = build(tmp_path, compiler, INLINED, "inlined", flags)
+        tmp_path: Path, compiler: str, variant: str) -> None:
+    """Split DWARF and dwz too: the inlined scopes are in the .dwo files beside the program,
+    or their names in the supplementary file."""
+    exe = _build_inlined(tmp_path, compiler, variant)
     names = inline_reference_names(tmp_path, compiler)
     data = _record(exe, ["--call-graph", "dwarf,16384"])
     seen: set[str] = set()

@@ -192,6 +192,10 @@ class _Image:
     little_endian = True
     path = "/nonexistent/synthetic"  # no .dwo or .dwp beside it
     debug = None
+    supplement_search = None
+
+    def holder_of(self, name: str) -> _Image:
+        return self
 
     def __init__(self, sections: dict[str, bytes]) -> None:
         self._s = sections

@@ -3,10 +3,11 @@
 `DwarfInfo.for_image(image)` finds the debug sections; `line_at(vaddr)` gives the line-table
 row for an address and `scopes_at(vaddr)` the enclosing subprogram plus the inlined
 subroutines containing it (SEMANTICS §10.3-§10.5). DWARF 2-5 are read, including the DWARF 5
-string/address/range indirections and split DWARF (.dwo, .dwp). A CU is parsed only when an
-address inside it is asked for; its DIE index, line table and resolved scopes are cached. Malformed or hostile DWARF makes the
-affected lookup return None; nothing raises. When the image carries a persistent cache record
-(`image.cache`), answers are kept there and the DWARF is only decoded for addresses it lacks.
+string/address/range indirections, split DWARF (.dwo, .dwp) and dwz's supplementary files. A
+CU is parsed only when an address inside it is asked for; its DIE index, line table and
+resolved scopes are cached. Malformed or hostile DWARF makes the affected lookup return None;
+nothing raises. When the image carries a persistent cache record (`image.cache`), answers are
+kept there and the DWARF is only decoded for addresses it lacks.
 
 Its modules, in the order they build on each other:
 
@@ -17,6 +18,7 @@ Its modules, in the order they build on each other:
 - lines: line programs and the line table built from one
 - scopes: Scope; the subprogram and inlined scopes at an address, their names and types
 - split: where a skeleton unit's split unit is (.dwo files, .dwp packages)
+- supplement: the supplementary file dwz moves shared DIEs and strings to, and where it is
 - info: DwarfInfo, made of the parts above; RecordedDwarf; prefetch_sections
 """
 

@@ -62,6 +62,13 @@ _AT_GNU_DWO_ID = 0x2131
 # Forms whose values are addresses (everything else with a number is a constant/offset).
 _ADDR_FORMS = frozenset((0x01, 0x1B, 0x29, 0x2A, 0x2B, 0x2C, 0x1F01))
 
+# DIE offsets in the supplementary file (supplement.py) are this plus its own: told from the
+# file's own, and from where a bad reference may point (beyond every unit of either).
+_SUP = 1 << 62
+# Attributes whose value is a DIE reference (DWARF 5 §7.5.5: class reference only): those of
+# a DIE read from the supplementary file are made supplementary offsets.
+_REF_ATTRS = (0x31, 0x47, 0x49, 0x64)  # abstract_origin, specification, type, object_pointer
+
 # Bounds against hostile input.
 _MAX_REF_CHAIN = 16
 _MAX_RANGES = 100_000

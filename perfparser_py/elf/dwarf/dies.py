@@ -8,9 +8,10 @@ from array import array
 
 from ..leb128 import sleb, uint_at, uleb, uleb_end, uleb_value
 from .constants import (
-    DwarfError, _AT_ABSTRACT_ORIGIN, _AT_HIGH_PC, _AT_LOW_PC, _AT_RANGES, _AT_SIBLING,
-    _AT_SPECIFICATION, _FIXED_FORMS, _FLAGS, _LEB_FORMS, _MAX_DEPTH, _MAX_RANGES, _MAX_REF_CHAIN,
-    _OFFSET_FORMS, _TAG_INLINED, _TAG_LEXICAL_BLOCK, _TAG_SUBPROGRAM, _TYPE_TAGS,
+    DwarfError, _AT_ABSTRACT_ORIGIN, _AT_DECL_FILE, _AT_HIGH_PC, _AT_LOW_PC, _AT_RANGES,
+    _AT_SIBLING, _AT_SPECIFICATION, _FIXED_FORMS, _FLAGS, _LEB_FORMS, _MAX_DEPTH, _MAX_RANGES,
+    _MAX_REF_CHAIN, _OFFSET_FORMS, _REF_ATTRS, _SUP, _TAG_INLINED, _TAG_LEXICAL_BLOCK,
+    _TAG_SUBPROGRAM, _TYPE_TAGS,
 )
 from .ranges import listed_ranges, pc_range, ranges_of
 from .units import _Cu
@@ -72,10 +73,15 @@ class Dies:
         if form == 0x08:  # string
             s, pos = self._cstr(data, pos)
             return (0x08, s), pos
-        if form in (0x0E, 0x1F, 0x17, 0x1D, 0x1F20, 0x1F21):  # strp, line_strp, sec_offset, sup
+        if form in (0x0E, 0x1F, 0x17, 0x1D, 0x1F20, 0x1F21):
             v = self._u("I" if cu.off_size == 4 else "Q", data, pos)
             pos += cu.off_size
-            return ((form, v) if form in (0x0E, 0x1F) else v), pos
+            if form == 0x17:  # sec_offset
+                return v, pos
+            if form == 0x1F20:  # GNU_ref_alt: a DIE of the supplementary file
+                return v + _SUP, pos
+            # strp, line_strp; strp_sup and GNU_strp_alt: a string of the supplementary file
+            return (0x1F21 if form == 0x1D else form, v), pos
         if form == 0x10:  # ref_addr
             size = cu.addr_size if cu.version == 2 else cu.off_size
             v = self._u("I" if size == 4 else "Q", data, pos)
@@ -110,9 +116,9 @@ class Dies:
         if form == 0x1E:  # data16
             return None, pos + 16
         if form == 0x1C:  # ref_sup4
-            return None, pos + 4
+            return self._u("I", data, pos) + _SUP, pos + 4
         if form == 0x24:  # ref_sup8
-            return None, pos + 8
+            return self._u("Q", data, pos) + _SUP, pos + 8
         if form == 0x16:  # indirect
             real, pos = uleb(data, pos)
             if real == 0x16:
@@ -138,6 +144,9 @@ class Dies:
             return v
         if form == 0x0E:
             return self._str_at("str", v)
+        if form == 0x1F21:
+            sup = self._supplement()
+            return None if sup is None else sup._str_at("str", v)
         if form == 0x1F:
             return self._str_at("line_str", v)
         # strx: through the CU's .debug_str_offsets slice
@@ -216,9 +225,15 @@ class Dies:
         return cu.skips
 
     def _die(self, off: int) -> tuple[_Cu, int, dict]:
-        """(unit, tag, attributes) of the DIE at section offset `off`."""
+        """(unit, tag, attributes) of the DIE at section offset `off` (of the supplementary
+        file from _SUP on)."""
         hit = self._dies.get(off)
         if hit is not None:
+            return hit
+        if off >= _SUP:
+            sup = self._sup_part()
+            cu, tag, attrs = sup._die(off - _SUP)
+            hit = self._dies[off] = (cu, tag, _in_supplement(sup, cu, attrs))
             return hit
         cu = self._cu_of_offset(off)
         if cu is None or off < cu.first_die:
@@ -229,6 +244,9 @@ class Dies:
         return hit
 
     def _parent(self, off: int) -> int | None:
+        if off >= _SUP:
+            parent = self._sup_part()._parent(off - _SUP)
+            return None if parent is None else parent + _SUP
         cu = self._cu_of_offset(off)
         if cu is None:
             return None
@@ -269,6 +287,10 @@ class Dies:
 
     def _children(self, off: int) -> list[tuple[int, int, _Cu, dict]]:
         """(offset, tag, unit, attributes) of the direct children of the DIE at `off`."""
+        if off >= _SUP:
+            sup = self._sup_part()
+            return [(child + _SUP, tag, cu, _in_supplement(sup, cu, attrs))
+                    for child, tag, cu, attrs in sup._children(off - _SUP)]
         cu = self._cu_of_offset(off)
         if cu is None:
             return []
@@ -291,6 +313,27 @@ class Dies:
                 depth += 1
         return out
 
+
+
+def _in_supplement(sup: Dies, cu: _Cu, attrs: dict) -> dict:
+    """The attributes of a DIE of the supplementary file `sup` as the file referring to it
+    reads them: references made _SUP offsets (the supplementary file refers to nothing
+    outside itself), strings and DW_AT_decl_file's path resolved by `sup`, which alone
+    holds the unit `cu` (so that the referring file's string and path lookups need not
+    tell whose a unit is)."""
+    out = {}
+    for attr, value in attrs.items():
+        if attr == _FLAGS:
+            pass
+        elif isinstance(value, tuple):  # a string form
+            value = (0x08, sup._string(cu, value))
+        elif isinstance(value, int):
+            if attr in _REF_ATTRS:
+                value += _SUP
+            elif attr == _AT_DECL_FILE:
+                value = sup._file_path(cu, value)
+        out[attr] = value
+    return out
 
 
 # How a walk skips a value, by form: its byte count; _ADDR_SIZED, _OFFSET_SIZED or

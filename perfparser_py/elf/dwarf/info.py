@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import struct
 
-from .constants import _MALFORMED
+from . import supplement
+from .constants import _MALFORMED, DwarfError
 from .dies import Dies
 from .lines import Lines
 from .ranges import Ranges
@@ -47,7 +48,7 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
     to another cost what they cost inside one module."""
 
     def __init__(self, secs: dict[str, memoryview], little: bool,
-                 split_files: SplitFiles | None = None) -> None:
+                 split_files: SplitFiles | None = None, find_supplement=None) -> None:
         self._s = secs
         self._e = "<" if little else ">"
         self._byteorder = "little" if little else "big"
@@ -83,6 +84,11 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         # told from the program's and other split units' by (Scope.die_offset)
         self._inherited: tuple | None = None
         self._die_base = 0
+        # the supplementary file (supplement.py): how it is found, its DwarfInfo once it
+        # was, and whether it was looked for without success
+        self._find_supplement = find_supplement
+        self._sup: DwarfInfo | None = None
+        self._sup_missing = False
 
     @staticmethod
     def for_image(image) -> DwarfInfo | RecordedDwarf | None:
@@ -105,8 +111,9 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         return RecordedDwarf(image, rec, info)
 
     @staticmethod
-    def decode(image) -> DwarfInfo | None:
-        """DwarfInfo over the image's debug sections; None without .debug_info."""
+    def decode(image, supplementary: bool = False) -> DwarfInfo | None:
+        """DwarfInfo over the image's debug sections; None without .debug_info. A
+        supplementary file has neither split units nor a supplementary file of its own."""
         secs: dict[str, memoryview] = {}
         for name in SECTIONS:
             try:
@@ -117,10 +124,14 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
                 secs[name] = sec[1]
         if "info" not in secs or "abbrev" not in secs:
             return None
+        if supplementary:
+            return DwarfInfo(secs, image.little_endian)
         paths = [image.path]
         if image.debug is not None:
             paths.append(image.debug.path)
-        return DwarfInfo(secs, image.little_endian, SplitFiles(paths))
+        holder = image.holder_of(".debug_info")
+        search = image.supplement_search or _local_supplement
+        return DwarfInfo(secs, image.little_endian, SplitFiles(paths), lambda: search(holder))
 
     # ------------------------------------------------------------------ public
 
@@ -132,14 +143,36 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         """(subprogram containing `vaddr`, inlined scopes containing it, outermost first)."""
         return _answer(self._scopes, self._scopes_at, vaddr)
 
-    def lacks_split_unit(self, vaddr: int) -> bool:
-        """Whether `vaddr` is in a skeleton unit whose split unit no file had: the answer of
-        scopes_at (none) would change once the .dwo or .dwp is there."""
+    def incomplete(self, vaddr: int) -> bool:
+        """Whether the answer of scopes_at(vaddr) lacked a file it needed: the supplementary
+        file, or the split unit of the skeleton unit `vaddr` is in. It would change once the
+        file is there."""
+        if self._sup_missing:
+            return True
         try:
             cu = self._cu_for(vaddr)
         except _MALFORMED:
             return False
         return cu is not None and cu.dwo_name is not None and self._splits.get(cu.offset) is None
+
+    # ------------------------------------------------------- supplementary file
+
+    def _supplement(self) -> DwarfInfo | None:
+        """The DwarfInfo of the supplementary file, looked for on first need."""
+        if self._sup is None and not self._sup_missing:
+            image = None if self._find_supplement is None else self._find_supplement()
+            if image is not None and image.supplement_dwarf is None:
+                image.supplement_dwarf = DwarfInfo.decode(image, supplementary=True)
+            self._sup = None if image is None else image.supplement_dwarf
+            self._sup_missing = self._sup is None
+        return self._sup
+
+    def _sup_part(self) -> DwarfInfo:
+        """_supplement, for a reference into it that cannot be followed without it."""
+        sup = self._supplement()
+        if sup is None:
+            raise DwarfError("reference into a missing supplementary file")
+        return sup
 
     # ------------------------------------------------------------- split DWARF
 
@@ -185,6 +218,11 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
                     and (skeleton.dwo_id is None or cu.dwo_id == skeleton.dwo_id)):
                 return split, cu
         return None
+
+
+def _local_supplement(holder):
+    """The supplementary file of an image the finder did not give (no search directories)."""
+    return supplement.find(holder, [], "")
 
 
 class _NamesFilesBySkeleton(DwarfInfo):
@@ -245,8 +283,9 @@ class RecordedDwarf:
         if packed is _MISSING:
             info = self._decoder()
             result = None if info is None else info.scopes_at(vaddr)
-            # not kept without the split unit: the record's key does not cover .dwo files
-            if info is None or not info.lacks_split_unit(vaddr):
+            # not kept without a file it needed: the record's key covers only the program
+            # and its debug file
+            if info is None or not info.incomplete(vaddr):
                 # plain tuples: marshal (the cache's format) takes no tuple subclass
                 self._packed[vaddr] = None if result is None else (
                     tuple(result[0]), tuple(tuple(s) for s in result[1]))

@@ -261,6 +261,8 @@ class Scopes:
 
     def _unit_facts(self, cu: _Cu) -> tuple[bool, bool]:
         """(the unit is C++, its lambdas are numbered per scope as GCC < 13 does)."""
+        if self._cus.get(cu.offset) is not cu:  # a unit of the supplementary file
+            return self._sup._unit_facts(cu)
         facts = self._unit_flags.get(cu.offset)
         if facts is None:
             attrs = self._read_die(cu, cu.first_die)[2]
@@ -302,6 +304,8 @@ class Scopes:
         found = self._integrate(chain, _AT_DECL_FILE)
         if found is not None and isinstance(found[1], int):
             decl_file = self._file_path(found[0], found[1])
+        elif found is not None and isinstance(found[1], bytes):  # a supplementary file's
+            decl_file = found[1]
         found = self._integrate(chain, _AT_DECL_LINE)
         decl_line = found[1] if found is not None and isinstance(found[1], int) else 0
         found = self._integrate(chain, _AT_DECL_COLUMN)
