@@ -522,3 +522,28 @@ def test_a_units_own_abbreviation_is_read_alone_as_in_its_table(path: Path) -> N
         cu.abbrevs = table
         info._cu_top(cu)
         assert (cu.top, cu.comp_dir, cu.low_pc, cu.stmt_list, cu.ranges) == alone
+
+
+@pytest.mark.parametrize("path", BINARIES, ids=lambda p: p.name)
+def test_file_names_alone_come_from_the_line_program_header(path: Path) -> None:
+    """A unit asked only for file names (those of another unit's inlined scopes, dwz's
+    partial units) has its line program's header read, not its rows: the same paths as
+    with the table decoded. An index past the header decodes the rows, where a DWARF 2-4
+    program may define more files."""
+    info, whole = _dwarf(path), _dwarf(path)
+    checked = 0
+    for off in info._units():
+        cu, full = info._unit(off), whole._unit(off)
+        if not info._top_usable(cu) or not whole._top_usable(full):
+            continue
+        whole._line_table(full)
+        names = [info._file_path(cu, i) for i in range(len(full.files) + 1)]
+        assert names == [whole._file_path(full, i) for i in range(len(full.files) + 1)]
+        assert names[-1] is None and cu.lines is not None  # past the header: rows decoded
+        fresh_info = _dwarf(path)
+        fresh = fresh_info._unit(off)
+        fresh_info._top_usable(fresh)
+        fresh_info._file_path(fresh, 1)
+        assert fresh.lines is None  # within the header: no rows
+        checked += 1
+    assert checked

@@ -36,8 +36,12 @@ class Lines:
 
     def _file_path(self, cu: _Cu, idx: int) -> bytes | None:
         """Absolute path of line-table file `idx` as upstream builds it (not normalised)."""
-        self._line_table(cu)
+        if cu.files is None:
+            self._line_files(cu)
         files = cu.files
+        if not 0 <= idx < len(files) and cu.lines is None:
+            self._line_table(cu)  # a file the program defines as it runs (DW_LNE_define_file)
+            files = cu.files
         if not 0 <= idx < len(files) or files[idx] is None:
             return None
         name, d = files[idx]
@@ -55,6 +59,19 @@ class Lines:
         if not path.startswith(b"/") and cu.comp_dir:
             path = cu.comp_dir + b"/" + path
         return path
+
+    def _line_files(self, cu: _Cu) -> None:
+        """The unit's directories and files from its line program's header alone: a unit
+        whose declarations are all that is asked for (those of another unit's inlined
+        scopes, dwz's partial units) has its rows never decoded. _line_table reads the
+        header again (a DWARF 2-4 program may add files as it runs)."""
+        cu.dirs, cu.files = [], []
+        data = self._s.get("line")
+        if data is not None and isinstance(cu.stmt_list, int):
+            try:
+                self._line_program(cu, data, cu.stmt_list)
+            except _MALFORMED:
+                pass
 
     def _line_table(self, cu: _Cu) -> None:
         if cu.lines is not None:

@@ -166,6 +166,8 @@ class Units:
         info = self._s["info"]
         code, pos = uleb(info, cu.first_die)
         abbrevs = cu.abbrevs
+        if abbrevs is None:  # a table another unit had parsed whole serves (dwz's units share)
+            abbrevs = self._abbrev_tables.get(cu.abbrev_off)
         if abbrevs is None:
             abbrevs = parse_abbrevs(self._s["abbrev"], cu.abbrev_off, code)
         abbrev = abbrevs.get(code)
