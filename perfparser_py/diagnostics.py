@@ -11,6 +11,7 @@ UNMAPPED = "[unknown]"  # the "library" of addresses outside every mapping
 KERNEL_BINARY = "[kernel.kallsyms]"  # perf's name of the kernel's code
 REPORTED = 10  # libraries named in the report, most unresolved frames first
 PREFIX = "Unresolved frames: "  # of the report's Error messages
+INCOMPLETE_PREFIX = "Debug info incomplete: "  # of those about split DWARF and dwz files
 
 
 # named tuples, not dataclasses: every run imports this module, and a dataclass costs ~2-4 M
@@ -115,13 +116,37 @@ def library_line(u: Unresolved, frames: int) -> str:
            f"{u.cause.fix}"
 
 
-def report(writer, counts, libraries: list[Unresolved], terminal, output: str | None) -> None:
+def incomplete_dwarf_lines(incomplete: list[tuple[str, list[bytes], str | None]]) -> list[str]:
+    """What the files whose DWARF lacked split units or its supplementary file miss, and
+    where those files are looked for (Symbolizer.incomplete_dwarf)."""
+    lines = []
+    for path, dwos, supplementary in incomplete:
+        name = os.path.basename(path)
+        if dwos:
+            first = os.fsdecode(dwos[0]) + (", ..." if len(dwos) > 1 else "")
+            lines.append(f"{name} ({path}): no inline frames in {len(dwos)} of its units: their "
+                         f"split DWARF files were not found ({first}); put them beside it or in "
+                         f"the directory it was built in, or package them as {name}.dwp (dwp, "
+                         "llvm-dwp)")
+        if supplementary:
+            lines.append(f"{name} ({path}): no inline frames: the supplementary DWARF file its "
+                         f"debug info refers to was not found ({supplementary}); install the "
+                         "debug package that has it, or pass the directory it is under with "
+                         "--debug")
+    return lines
+
+
+def report(writer, counts, libraries: list[Unresolved], terminal, output: str | None,
+           incomplete: list[str] = ()) -> None:
     """Error messages for hotspot (code 2, MissingElfFile's, for libraries, 3 for the kernel)
-    and, with `terminal` (stderr at a terminal), one summary line and the same lines."""
+    and, with `terminal` (stderr at a terminal), one summary line and the same lines.
+    `incomplete`: incomplete_dwarf_lines, sent as code 2 too."""
     lines = [(3 if u.kernel else 2, library_line(u, counts.frames))
              for u in libraries[:REPORTED]]
     for code, line in lines:
         writer.error(code, PREFIX + line)
+    for line in incomplete:
+        writer.error(2, INCOMPLETE_PREFIX + line)
     if terminal is None:
         return
     unresolved = sum(u.frames for u in libraries)
@@ -134,4 +159,6 @@ def report(writer, counts, libraries: list[Unresolved], terminal, output: str | 
     if len(libraries) > REPORTED:
         terminal.write(f"perfparser:   ... and {len(libraries) - REPORTED} more libraries "
                        "(perfparser-stream2text --summary lists them all)\n")
+    for line in incomplete:
+        terminal.write(f"perfparser: {INCOMPLETE_PREFIX}{line}\n")
     terminal.flush()

@@ -14,7 +14,7 @@ import os
 import sys
 
 from . import dispatch
-from .diagnostics import end_of_run, missing_sysroot, report
+from .diagnostics import end_of_run, incomplete_dwarf_lines, missing_sysroot, report
 from .emit import AttributeTable, Emitter
 from .jitdump import JitDumps
 from .kernel.symbols import KernelSymbols
@@ -339,7 +339,9 @@ class Run:
             sink = self.sink
             libraries = end_of_run(counts, self.emitter, sink.missing_files,
                                    sink.kernel_symbols.unnamed_because)
-            report(self.writer, counts, libraries, self.terminal, self.options.output)
+            incomplete = incomplete_dwarf_lines(sink.symbolizer.incomplete_dwarf())
+            report(self.writer, counts, libraries, self.terminal, self.options.output,
+                   incomplete)
         self.writer.flush()
         self.out.flush()
         return code

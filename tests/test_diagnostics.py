@@ -173,3 +173,61 @@ def test_hidden_kernel_addresses_are_named_as_the_cause(tmp_path):
     assert code == 0, terminal
     [line] = [x for x in terminal.splitlines() if "of the frames are in [kernel.kallsyms]" in x]
     assert diagnostics.KERNEL_HIDDEN.cause in line
+
+
+SPLIT_PROGRAM = r"""
+static volatile unsigned long sink;
+static inline void inner(int n) { for (int i = 0; i < n; i++) sink += i * 3; }
+__attribute__((noinline)) void work(int n) { inner(n); inner(n / 2); }
+int main(int argc, char **argv) { work(argc * 1000); return 0; }
+"""
+
+
+@pytest.mark.parametrize("kind", ["split-dwarf", "dwz"])
+def test_missing_split_dwarf_or_supplementary_files_are_named(tmp_path, kind):
+    """A program whose inline frames are in .dwo files (-gsplit-dwarf) or whose DWARF refers
+    to dwz's supplementary file: when those files are not found, the report names them and
+    where they are looked for, in the stream and on the terminal; once found, it is silent."""
+    (tmp_path / "p.c").write_text(SPLIT_PROGRAM)
+    flags = ["-gsplit-dwarf"] if kind == "split-dwarf" else []
+    for name in ("p", "twin"):
+        subprocess.run(["gcc", "-O2", "-g", *flags, "-o", name, "p.c"], cwd=tmp_path, check=True)
+    if kind == "dwz":
+        subprocess.run(["dwz", "-m", "common.debug", "-M", "common.debug", "p", "twin"],
+                       cwd=tmp_path, check=True)
+    moved = [tmp_path / ("p.dwo" if kind == "split-dwarf" else "common.debug")]
+    if not moved[0].exists():  # gcc names it after the output when it links too
+        moved = sorted(tmp_path.glob("*.dwo"))
+    exe = tmp_path / "p"
+    nm = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
+    work = next(int(p[0], 16) for p in map(str.split, nm.splitlines()) if p[-1] == "work")
+    w = PipeWriter()
+    w.comm(400, 400, b"p", 1)
+    w.mmap2(400, BASE, 0x5000, 0, str(exe).encode(), 1)
+    for n in range(3):
+        w.sample(400, 400, 10 + n, BASE + work + 4)
+    recording = tmp_path / "perf.data"
+    recording.write_bytes(w.data())
+    args = ["--input", str(recording), "--kallsyms", "/dev/null", "--no-cache"]
+    away = tmp_path / "away"
+    away.mkdir()
+    for present in (False, True):
+        for path in moved:
+            if present:
+                (away / path.name).rename(path)
+            else:
+                path.rename(away / path.name)
+        res = subprocess.run([sys.executable, "-m", "perfparser_py.cli", *args], cwd=REPO,
+                             capture_output=True, timeout=120)
+        assert res.returncode == 0
+        errors = [m.message for m in P.read_stream(res.stdout).messages
+                  if isinstance(m, P.Error) and m.message.startswith(diagnostics.INCOMPLETE_PREFIX)]
+        if present:
+            assert errors == []
+            continue
+        [message] = errors
+        assert message.startswith(f"{diagnostics.INCOMPLETE_PREFIX}p ({exe}): no inline frames")
+        assert (f"({moved[0].name})" in message if kind == "split-dwarf"
+                else "(common.debug)" in message)
+        code, seen = stderr_on_pty(args)
+        assert code == 0 and f"perfparser: {message}\n" in seen

@@ -263,7 +263,8 @@ class ElfFinder:
             self._handed_out.add(image)
             # perf lists the build ids of the files with samples: their DWARF will be read
             listed = self.prefetch and os.fsencode(recorded) in self.build_ids
-            image.supplement_search = lambda holder: self.find_supplement(holder, recorded)
+            image.supplement_search = lambda holder, ref: self.find_supplement(holder, ref,
+                                                                              recorded)
             if listed or self.debuginfod is not None:
                 # a download reports its progress in the stream: it stays where it was
                 self._attach_debug(image, recorded)
@@ -368,21 +369,21 @@ class ElfFinder:
         fetched = self._debuginfod(image.build_id, "debuginfo", recorded)
         return None if fetched is None else self._open_debug(fetched, image, main_real)
 
-    def find_supplement(self, holder: ElfImage, recorded: str) -> ElfImage | None:
-        """The supplementary file of the DWARF in `holder` (dwarf/supplement.py): in the
-        debug directories and the sysroot, then from debuginfod by its build id."""
+    def find_supplement(self, holder: ElfImage, ref: tuple[str, bytes, bool],
+                        recorded: str) -> ElfImage | None:
+        """The supplementary file `ref` (dwarf/supplement.reference) of the DWARF in
+        `holder`: in the debug directories and the sysroot, then from debuginfod by its
+        build id."""
         from .dwarf import supplement
 
         dirs = [d for d in self._debug_dirs() if d.startswith("/")]
         # one image per file: the debug files of a package's programs share theirs
-        found = supplement.find(holder, dirs, self.sysroot, self._load)
-        if found is None:
-            ref = supplement.reference(holder)
-            if ref is not None and ref[2]:
-                fetched = self._debuginfod(ref[1], "debuginfo", recorded)
-                image = None if fetched is None else self._load(fetched)
-                if image is not None and supplement.matches(image, ref[1], True):
-                    found = image
+        found = supplement.find(holder, ref, dirs, self.sysroot, self._load)
+        if found is None and ref[2]:
+            fetched = self._debuginfod(ref[1], "debuginfo", recorded)
+            image = None if fetched is None else self._load(fetched)
+            if image is not None and supplement.matches(image, ref[1], True):
+                found = image
         return found
 
     def _debuginfod(self, build_id: bytes | None, kind: str, recorded: str) -> str | None:

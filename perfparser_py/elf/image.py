@@ -91,7 +91,7 @@ class ElfImage(FallbackNames):
         self.debug_search: Callable[[ElfImage], None] | None = None
         # the finder's search for the supplementary file of the DWARF of a file, this one or
         # its debug file (dwarf/supplement.py); None: without the finder's directories
-        self.supplement_search: Callable[[ElfImage], ElfImage | None] | None = None
+        self.supplement_search: Callable[[ElfImage, tuple], ElfImage | None] | None = None
         # the DWARF of this file as the supplementary file of others (a DwarfInfo), shared
         # by the files that refer to it
         self.supplement_dwarf = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from . import supplement
 from .constants import _MALFORMED, DwarfError
@@ -48,7 +49,8 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
     to another cost what they cost inside one module."""
 
     def __init__(self, secs: dict[str, memoryview], little: bool,
-                 split_files: SplitFiles | None = None, find_supplement=None) -> None:
+                 split_files: SplitFiles | None = None,
+                 supplement_ref: tuple[str, Callable] | None = None) -> None:
         self._s = secs
         self._e = "<" if little else ">"
         self._byteorder = "little" if little else "big"
@@ -79,14 +81,15 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         # split DWARF: where skeleton units' split units are looked for, and each one found
         self._split_files = split_files
         self._splits: dict[int, tuple[DwarfInfo, _Cu] | None] = {}
+        self._dwo_missing: list[bytes] = []  # the names of those not found
         # set on a split unit's DwarfInfo (_split_in): the skeleton's address base, base
         # address and compilation directory (Units._cu_top); and what its DIE offsets are
         # told from the program's and other split units' by (Scope.die_offset)
         self._inherited: tuple | None = None
         self._die_base = 0
-        # the supplementary file (supplement.py): how it is found, its DwarfInfo once it
-        # was, and whether it was looked for without success
-        self._find_supplement = find_supplement
+        # the supplementary file (supplement.py): its name and how it is found, its
+        # DwarfInfo once it was, and whether it was looked for without success
+        self._sup_ref = supplement_ref
         self._sup: DwarfInfo | None = None
         self._sup_missing = False
 
@@ -130,8 +133,12 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         if image.debug is not None:
             paths.append(image.debug.path)
         holder = image.holder_of(".debug_info")
-        search = image.supplement_search or _local_supplement
-        return DwarfInfo(secs, image.little_endian, SplitFiles(paths), lambda: search(holder))
+        ref = supplement.reference(holder)
+        sup = None
+        if ref is not None:
+            search = image.supplement_search or _local_supplement
+            sup = (ref[0], lambda: search(holder, ref))
+        return DwarfInfo(secs, image.little_endian, SplitFiles(paths), sup)
 
     # ------------------------------------------------------------------ public
 
@@ -155,12 +162,18 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
             return False
         return cu is not None and cu.dwo_name is not None and self._splits.get(cu.offset) is None
 
+    def missing_files(self) -> tuple[list[bytes], str | None]:
+        """What lookups so far lacked: the .dwo names of the split units not found, and
+        the supplementary file's name when it was not found."""
+        missing = self._sup_missing and self._sup_ref is not None
+        return self._dwo_missing, self._sup_ref[0] if missing else None
+
     # ------------------------------------------------------- supplementary file
 
     def _supplement(self) -> DwarfInfo | None:
         """The DwarfInfo of the supplementary file, looked for on first need."""
         if self._sup is None and not self._sup_missing:
-            image = None if self._find_supplement is None else self._find_supplement()
+            image = None if self._sup_ref is None else self._sup_ref[1]()
             if image is not None and image.supplement_dwarf is None:
                 image.supplement_dwarf = DwarfInfo.decode(image, supplementary=True)
             self._sup = None if image is None else image.supplement_dwarf
@@ -190,6 +203,8 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
                 found = self._split_in(secs, cu)
                 if found is not None:
                     break
+            if found is None:
+                self._dwo_missing.append(name)
         self._splits[cu.offset] = found
         return found
 
@@ -220,9 +235,9 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         return None
 
 
-def _local_supplement(holder):
+def _local_supplement(holder, ref):
     """The supplementary file of an image the finder did not give (no search directories)."""
-    return supplement.find(holder, [], "")
+    return supplement.find(holder, ref, [], "")
 
 
 class _NamesFilesBySkeleton(DwarfInfo):
@@ -257,6 +272,10 @@ class RecordedDwarf:
         self._lines: dict[int, tuple[bytes, int, int] | None] = lines
         self._packed: dict[int, tuple | None] = scopes
         self._scopes: dict[int, tuple[Scope, list[Scope]] | None] = {}
+
+    def missing_files(self) -> tuple[list[bytes], str | None]:
+        """DwarfInfo.missing_files of the answers not in the record."""
+        return ([], None) if self._info is None else self._info.missing_files()
 
     def _decoder(self) -> DwarfInfo | None:
         if self._info is None:

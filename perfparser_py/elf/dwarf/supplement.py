@@ -76,12 +76,10 @@ def matches(image: ElfImage, identity: bytes, is_build_id: bool) -> bool:
     return parsed is not None and parsed[0] and parsed[2] == identity
 
 
-def find(holder: ElfImage, debug_dirs: list[str], sysroot: str,
+def find(holder: ElfImage, ref: tuple[str, bytes, bool], debug_dirs: list[str], sysroot: str,
          open_image=ElfImage.open) -> ElfImage | None:
-    """The supplementary file of `holder`'s DWARF among the local candidates, or None."""
-    ref = reference(holder)
-    if ref is None:
-        return None
+    """The supplementary file `ref` (reference) of `holder`'s DWARF among the local
+    candidates, or None."""
     name, identity, is_build_id = ref
     for path in candidates(holder.path, name, identity, is_build_id, debug_dirs, sysroot):
         image = open_image(path)
