@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import weakref
 from collections.abc import Callable
 
 from . import supplement
@@ -246,11 +247,13 @@ class _NamesFilesBySkeleton(DwarfInfo):
     def __init__(self, secs: dict[str, memoryview], little: bool, program: DwarfInfo,
                  skeleton: _Cu) -> None:
         super().__init__(secs, little)
-        self._program = program
+        # weak: the program's DwarfInfo holds this one, and a run is freed by reference
+        # counts (tests/test_memory_bounds.py)
+        self._program = weakref.ref(program)
         self._skeleton = skeleton
 
     def _file_path(self, cu: _Cu, idx: int) -> bytes | None:
-        return self._program._file_path(self._skeleton, idx)
+        return self._program()._file_path(self._skeleton, idx)
 
 
 class RecordedDwarf:
