@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,38 @@ def test_damaged_split_files_never_raise(tmp_path: Path, packaged: bool) -> None
             v.write_bytes(bytes(data))
         answered += any(a and a[1] for a in _scopes(split).values())
     assert answered  # a few garbled bytes leave some rounds their inlined scopes
+
+
+def test_dwo_files_are_found_in_the_compilation_directory(tmp_path: Path) -> None:
+    """A program copied away from its build keeps finding its .dwo files where it was
+    compiled (DW_AT_comp_dir joined with the relative DW_AT_dwo_name)."""
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "main.cpp").write_text(INLINED)
+    subprocess.run(["g++", "-O2", "-g", "-gsplit-dwarf", "-o", "p", "main.cpp"], cwd=build,
+                   check=True, capture_output=True)
+    elsewhere = tmp_path / "installed" / "p"
+    elsewhere.parent.mkdir()
+    shutil.copy(build / "p", elsewhere)
+    assert not list(elsewhere.parent.glob("*.dwo"))
+    assert _inlined_in(elsewhere, "_Z5outeri") > 20
+
+
+def test_many_dwo_files_fit_under_a_low_open_file_limit(tmp_path: Path) -> None:
+    """Each mapped .dwo keeps a descriptor: the soft limit is raised to the hard one when
+    the first is opened, so that a program of thousands of units does not run out."""
+    split = _build(tmp_path, "g++", "5", True)
+    script = (
+        "import resource, sys\n"
+        "from perfparser_py.elf.dwarf import DwarfInfo\n"
+        "from perfparser_py.elf.image import ElfImage\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))\n"
+        "image = ElfImage.open(sys.argv[1])\n"
+        "info = DwarfInfo.decode(image)\n"
+        "addr, text = image.section('.text')\n"
+        "found = sum(1 for a in range(addr, addr + len(text)) if (info.scopes_at(a) or (0, []))[1])\n"
+        "print(found, resource.getrlimit(resource.RLIMIT_NOFILE) == (hard, hard))\n")
+    out = subprocess.run([sys.executable, "-c", script, str(split)], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert int(out[0]) > 100 and out[1] == "True"

@@ -156,3 +156,34 @@ def test_damaged_or_foreign_supplementary_files_never_raise(tmp_path: Path) -> N
             data[rng.randrange(64, len(data))] = rng.randrange(256)
         common.write_bytes(bytes(data))
         _answers(DwarfInfo.decode(ElfImage.open(str(exe))), exe)
+
+
+def test_the_finder_fetches_it_from_debuginfod_by_its_build_id(tmp_path: Path) -> None:
+    """Not found locally, the supplementary file comes from debuginfod as the debug file of
+    the link's build id (how debuginfod servers index dwz files), and is taken only if it
+    has that build id."""
+    from perfparser_py.elf.debuginfod import DebuginfodClient
+    from perfparser_py.elf.finder import ElfFinder
+    from tests.elf.test_debuginfod import Server
+
+    programs = _programs(tmp_path, "g++")
+    common = _dwz(tmp_path, programs, "/usr/lib/debug/.dwz/perfparser-test-absent/x.debug",
+                  False)
+    body = common.read_bytes()
+    common.unlink()
+    bid = ElfImage.from_bytes("common", body).build_id
+    exe = programs[0]
+    want = _answers(DwarfInfo.decode(ElfImage.open(f"{exe}.orig")), exe)
+    server = Server()
+    try:
+        for served, equal in ((Path(f"{exe}.orig").read_bytes(), False), (body, True)):
+            server.files.clear()
+            server.serve(bid, "debuginfo", served)
+            finder = ElfFinder(str(tmp_path), [], "", [], {}, use_cache=False)
+            finder.debuginfod = DebuginfodClient([server.url], str(tmp_path / f"c{equal}"))
+            got = _answers(DwarfInfo.for_image(finder.find(str(exe).encode())[1]), exe)
+            assert (got == want) is equal  # another build id's file is not taken
+            assert f"/buildid/{bid.hex()}/debuginfo" in server.requests
+            finder.done()
+    finally:
+        server.stop()
