@@ -25,6 +25,8 @@ from .vdso import VDSO_NAME, own_vdso
 if TYPE_CHECKING:
     from .debuginfod import DebuginfodClient
 
+SYSTEM_DEBUG = "/usr/lib/debug"  # where the distribution's debug packages install
+
 # Bounds for walking a user-given search directory (someone may pass their home directory).
 _MAX_WALK_ENTRIES = 500_000
 # Largest .gnu_debuglink candidate whose whole-file CRC is computed (docs/robustness.md).
@@ -35,6 +37,15 @@ def normalize_path(path: str) -> str:
     """Absolute, lexically normalized path (no symlink resolution, no leading `//`)."""
     norm = os.path.normpath(os.path.join(os.getcwd(), path))
     return "/" + norm.lstrip("/") if norm.startswith("//") else norm
+
+
+def build_id_paths(build_id: bytes, debug_dirs: list[str]) -> list[str]:
+    """Where a debug file is by its build id (§9.2): `.build-id/xx/rest.debug` under each of
+    `debug_dirs`, then the system's debug packages', whatever --debug says, as perf report
+    does (expected_differences 8); the build id decides, so only the right file matches."""
+    hexid = build_id.hex()
+    rel = f".build-id/{hexid[:2]}/{hexid[2:]}.debug"
+    return [os.path.join(d, rel) for d in [*debug_dirs, SYSTEM_DEBUG]]
 
 
 def build_id_matches(recorded: bytes, actual: bytes | None) -> bool:
@@ -328,17 +339,17 @@ class ElfFinder:
         """Elements of the debug search string `:debug:app:extra:sysroot` (§9.2)."""
         return ["", *self.debug_paths, self.app, *self.extra, self.sysroot]
 
+    def _absolute_debug_dirs(self) -> list[str]:
+        """The elements of _debug_dirs that are directories of their own (not relative to
+        the file's): where files are looked for by build id."""
+        return [d for d in self._debug_dirs() if d.startswith("/")]
+
     def find_debug(self, image: ElfImage, recorded: str) -> ElfImage | None:
         """The separate debug file for `image`, or None (§9.2)."""
         main_real = os.path.realpath(image.path)
         if image.build_id is not None:
-            hexid = image.build_id.hex()
-            rel = f".build-id/{hexid[:2]}/{hexid[2:]}.debug"
-            dirs = [d for d in self._debug_dirs() if d.startswith("/")]
-            # the system's debug packages too, whatever --debug says, as perf report does
-            # (expected_differences 8); the build id decides, so only the right file matches
-            for d in [*dirs, "/usr/lib/debug"]:
-                debug = self._open_debug(os.path.join(d, rel), image, main_real)
+            for path in build_id_paths(image.build_id, self._absolute_debug_dirs()):
+                debug = self._open_debug(path, image, main_real)
                 if debug is not None:
                     return debug
         main_dir = os.path.dirname(os.path.abspath(image.path))
@@ -376,9 +387,9 @@ class ElfFinder:
         build id."""
         from .dwarf import supplement
 
-        dirs = [d for d in self._debug_dirs() if d.startswith("/")]
         # one image per file: the debug files of a package's programs share theirs
-        found = supplement.find(holder, ref, dirs, self.sysroot, self._load)
+        found = supplement.find(holder, ref, self._absolute_debug_dirs(), self.sysroot,
+                                self._load)
         if found is None and ref[2]:
             fetched = self._debuginfod(ref[1], "debuginfo", recorded)
             image = None if fetched is None else self._load(fetched)

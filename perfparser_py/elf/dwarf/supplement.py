@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import os
 
+from ..finder import SYSTEM_DEBUG, build_id_paths
 from ..image import ElfImage
 from ..leb128 import uleb
-
-_SYSTEM_DEBUG = "/usr/lib/debug"
 
 
 def reference(holder: ElfImage) -> tuple[str, bytes, bool] | None:
@@ -51,16 +50,12 @@ def _debug_sup(data: bytes) -> tuple[bool, bytes, bytes] | None:
 def candidates(holder_path: str, name: str, identity: bytes, is_build_id: bool,
                debug_dirs: list[str], sysroot: str) -> list[str]:
     """Paths the supplementary file may have, in the order they are tried."""
-    out = []
-    if is_build_id and identity:
-        hexid = identity.hex()
-        rel = f".build-id/{hexid[:2]}/{hexid[2:]}.debug"
-        out += [os.path.join(d, rel) for d in [*debug_dirs, _SYSTEM_DEBUG]]
+    out = build_id_paths(identity, debug_dirs) if is_build_id and identity else []
     if name.startswith("/"):
         if sysroot.strip("/"):
             out.append(sysroot.rstrip("/") + name)
-        if name.startswith(_SYSTEM_DEBUG + "/"):
-            out += [d.rstrip("/") + name[len(_SYSTEM_DEBUG):] for d in debug_dirs]
+        if name.startswith(SYSTEM_DEBUG + "/"):
+            out += [d.rstrip("/") + name[len(SYSTEM_DEBUG):] for d in debug_dirs]
         out.append(name)
     else:
         out.append(os.path.join(os.path.dirname(holder_path), name))
