@@ -64,7 +64,8 @@ class SplitFiles:
         `name` of id `dwo_id`, in elfutils' order; DwarfInfo picks the unit by its id."""
         if dwo_id is not None:
             for image, index in self._package_indexes():
-                found = _contribution(image, index.get(dwo_id))
+                columns = index.get(dwo_id)
+                found = None if columns is None else _dwo_sections(image, columns)
                 if found is not None:
                     yield found
         local = os.fsdecode(name)
@@ -74,8 +75,7 @@ class SplitFiles:
         for path in dict.fromkeys(os.path.join(base, local) for base in bases):
             image = self._open(path)
             if image is not None:
-                yield {key: sec[1] for key in DWO_SECTIONS
-                       if (sec := image.section(f".debug_{key}.dwo")) is not None}
+                yield _dwo_sections(image)
 
     def _package_indexes(self) -> list[tuple[ElfImage, dict]]:
         if self._packages is None:
@@ -102,23 +102,25 @@ class SplitFiles:
         return image
 
 
-def _contribution(image: ElfImage, columns: dict | None) -> dict[str, memoryview] | None:
-    """A package's sections cut to one unit's contributions (.debug_str.dwo is shared)."""
-    if columns is None:
-        return None
+def _dwo_sections(image: ElfImage, columns: dict | None = None
+                  ) -> dict[str, memoryview] | None:
+    """The .debug_*.dwo sections of a .dwo file, or with `columns` (read_cu_index's) of a
+    package, cut to one unit's contributions (.debug_str.dwo is shared); None when one does
+    not fit in its section."""
     secs = {}
     for key in DWO_SECTIONS:
         sec = image.section(f".debug_{key}.dwo")
         if sec is None:
             continue
         data = sec[1]
-        if key in columns:
-            off, size = columns[key]
-            if off + size > len(data):
-                return None
-            data = data[off:off + size]
-        elif key != "str":  # another unit's: this one has none
-            continue
+        if columns is not None:
+            if key in columns:
+                off, size = columns[key]
+                if off + size > len(data):
+                    return None
+                data = data[off:off + size]
+            elif key != "str":  # another unit's: this one has none
+                continue
         secs[key] = data
     return secs
 
