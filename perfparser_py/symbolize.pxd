@@ -26,7 +26,6 @@ cdef class Symbolizer:
     cdef object _kernel_symbol, _perf_map_path
     cdef Py_ssize_t _memo_frames
     cdef public list memo_dependents
-    cdef list _dwarf_files
 
     @cython.locals(state=ProcessSymbols)
     cpdef object frame(self, object proc, object ip, object is_kernel)

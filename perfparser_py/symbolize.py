@@ -98,8 +98,7 @@ class Symbolizer:
         self._shared: dict[tuple[bytes, int | None, int], int] = {}
         self._kernel_symbol = kernel_symbols.lookup  # a kernel.symbols.KernelSymbols's
         self._perf_map_path = perf_map_path
-        self._dwarf: dict[int, object] = {}  # id(image) -> DwarfInfo | None
-        self._dwarf_files: list[tuple[str, object]] = []  # (path, DwarfInfo) of those
+        self._dwarf: dict[ElfImage, object] = {}  # image -> DwarfInfo | None
         # (recorded path, local path) -> string ids of (binary, path, actual path)
         self._module_strings: dict[tuple[bytes, str | None], tuple[int, int, int]] = {}
         # pid -> location id of the symbolized function location shared by the process's
@@ -355,24 +354,21 @@ class Symbolizer:
         return loc
 
     def _dwarf_for(self, image: ElfImage):
-        key = id(image)
         try:
-            return self._dwarf[key]
+            return self._dwarf[image]
         except KeyError:
-            info = DwarfInfo.for_image(image)
-            self._dwarf[key] = info
-            if info is not None:
-                self._dwarf_files.append((image.path, info))
+            info = self._dwarf[image] = DwarfInfo.for_image(image)
             return info
 
     def incomplete_dwarf(self) -> list[tuple[str, list[bytes], str | None]]:
         """(path, .dwo names, supplementary file name) of the files whose DWARF lacked split
         units or its supplementary file (DwarfInfo.missing_files), for the run's report."""
         out = []
-        for path, info in self._dwarf_files:
-            dwos, supplementary = info.missing_files()
-            if dwos or supplementary:
-                out.append((path, dwos, supplementary))
+        for image, info in self._dwarf.items():
+            if info is not None:
+                dwos, supplementary = info.missing_files()
+                if dwos or supplementary:
+                    out.append((image.path, dwos, supplementary))
         return out
 
     # -- kernel and JIT ------------------------------------------------------------------
