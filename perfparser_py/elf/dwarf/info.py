@@ -56,7 +56,7 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         self._e = "<" if little else ">"
         self._byteorder = "little" if little else "big"
         self._unit_offsets: list[int] | None = None
-        self._headers: dict[int, tuple[int, int, int, int, int, int]] = {}
+        self._headers: dict[int, tuple] = {}  # offset -> Units._header_at's header
         self._cus: dict[int, _Cu] = {}
         # the abbreviation tables parsed last, by offset: units may share one (DWARF 7.5.3),
         # and a walk over the unit DIEs of every unit (_unlisted) keeps none of its own

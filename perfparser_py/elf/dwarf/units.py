@@ -35,7 +35,7 @@ class _Cu:
         self.str_offsets_base: int | None = None
         self.rnglists_base: int | None = None
         # a skeleton unit's .dwo name (a string form), and the id pairing a skeleton with
-        # its split unit (split.py)
+        # its split unit (split.py): a DWARF 5 header's, else DW_AT_GNU_dwo_id
         self.dwo_name = None
         self.dwo_id: int | None = None
         self.ranges: list[tuple[int, int]] | None = None
@@ -52,11 +52,12 @@ class _Cu:
 class Units:
     """The unit part of DwarfInfo (its state is made by DwarfInfo.__init__)."""
 
-    def _header_at(self, off: int) -> tuple[int, tuple[int, int, int, int, int, int] | None]:
+    def _header_at(self, off: int) -> tuple[int, tuple | None]:
         """(end of the unit whose header is at `off`, or 0 when no unit can be there; the
         header as _unit keeps it when the unit is usable - compile, partial, skeleton or split
-        compile with a known address size - else None). Raises IndexError or struct.error
-        when the header runs past the section."""
+        compile with a known address size - else None: its end, version, address and offset
+        sizes, abbreviation table offset, first DIE, and a skeleton or split unit's id).
+        Raises IndexError or struct.error when the header runs past the section."""
         info = self._s["info"]
         length, version = self._length_version(info, off)
         off_size = 4
@@ -70,6 +71,7 @@ class Units:
             return 0, None
         pos += 2
         unit_type = 1
+        unit_id = None
         if version >= 5:
             if off_size == 4:
                 unit_type, addr_size, abbrev_off = self._v5_fields(info, pos)
@@ -79,7 +81,8 @@ class Units:
                 addr_size = info[pos + 1]
                 (abbrev_off,) = struct.unpack_from(self._e + "Q", info, pos + 2)
                 pos += 10
-            if unit_type in (4, 5):  # skeleton / split compile: dwo id
+            if unit_type in (4, 5):  # skeleton / split compile: the id pairing them
+                unit_id = uint_at(info, pos, 8, self._e == "<")
                 pos += 8
             elif unit_type in (2, 6):  # type units: signature + type offset
                 pos += 8 + off_size
@@ -91,7 +94,7 @@ class Units:
         else:
             return end, None
         if unit_type in (1, 3, 4, 5) and addr_size in (2, 4, 8):
-            return end, (end, version, addr_size, off_size, abbrev_off, pos)
+            return end, (end, version, addr_size, off_size, abbrev_off, pos, unit_id)
         return end, None
 
     def _units(self) -> list[int]:
@@ -131,7 +134,8 @@ class Units:
                     return None
             cu = self._cus[off] = _Cu()
             cu.offset = off
-            cu.end, cu.version, cu.addr_size, cu.off_size, cu.abbrev_off, cu.first_die = header
+            (cu.end, cu.version, cu.addr_size, cu.off_size, cu.abbrev_off, cu.first_die,
+             cu.dwo_id) = header
             insort(self._cu_starts, off)
         return cu
 
@@ -198,18 +202,10 @@ class Units:
             if cu.stmt_list is None:  # file names: the .dwo's own line table
                 cu.stmt_list = 0
         cu.dwo_name = attrs.get(_AT_DWO_NAME) or attrs.get(_AT_GNU_DWO_NAME)
-        cu.dwo_id = self._unit_id(cu, attrs.get(_AT_GNU_DWO_ID))
+        gnu_id = attrs.get(_AT_GNU_DWO_ID)  # DWARF 4: GCC's attribute, not the header
+        if cu.dwo_id is None and isinstance(gnu_id, int):
+            cu.dwo_id = gnu_id
         cu.ranges = self._ranges(cu, attrs)
-
-    def _unit_id(self, cu: _Cu, gnu_id) -> int | None:
-        """The id pairing a skeleton unit with its split unit: in a DWARF 5 skeleton or
-        split unit's header, else GCC's DW_AT_GNU_dwo_id (`gnu_id`, the unit DIE's value)."""
-        if cu.version >= 5:
-            info = self._s["info"]
-            if info[cu.offset + (4 if cu.off_size == 4 else 12) + 2] not in (4, 5):
-                return None
-            return uint_at(info, cu.first_die - 8, 8, self._e == "<")
-        return gnu_id if isinstance(gnu_id, int) else None
 
     # -------------------------------------------------------------- CU lookup
 
