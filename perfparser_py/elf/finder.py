@@ -20,12 +20,11 @@ from ..regular import open_regular
 from ..tuples import TYPE_CHECKING
 from .compressed import reset_inflate_budget
 from .image import ElfImage, warn_once
+from .notes import build_id_paths
 from .vdso import VDSO_NAME, own_vdso
 
 if TYPE_CHECKING:
     from .debuginfod import DebuginfodClient
-
-SYSTEM_DEBUG = "/usr/lib/debug"  # where the distribution's debug packages install
 
 # Bounds for walking a user-given search directory (someone may pass their home directory).
 _MAX_WALK_ENTRIES = 500_000
@@ -37,15 +36,6 @@ def normalize_path(path: str) -> str:
     """Absolute, lexically normalized path (no symlink resolution, no leading `//`)."""
     norm = os.path.normpath(os.path.join(os.getcwd(), path))
     return "/" + norm.lstrip("/") if norm.startswith("//") else norm
-
-
-def build_id_paths(build_id: bytes, debug_dirs: list[str]) -> list[str]:
-    """Where a debug file is by its build id (§9.2): `.build-id/xx/rest.debug` under each of
-    `debug_dirs`, then the system's debug packages', whatever --debug says, as perf report
-    does (expected_differences 8); the build id decides, so only the right file matches."""
-    hexid = build_id.hex()
-    rel = f".build-id/{hexid[:2]}/{hexid[2:]}.debug"
-    return [os.path.join(d, rel) for d in [*debug_dirs, SYSTEM_DEBUG]]
 
 
 def build_id_matches(recorded: bytes, actual: bytes | None) -> bool:

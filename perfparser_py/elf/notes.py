@@ -1,10 +1,13 @@
-"""ELF notes (gABI "Note Sections"): the GNU build id among them."""
+"""ELF notes (gABI "Note Sections"): the GNU build id among them, and where the debug file
+of a build id is."""
 
 from __future__ import annotations
 
+import os
 import struct
 
 NT_GNU_BUILD_ID = 3
+SYSTEM_DEBUG = "/usr/lib/debug"  # where the distribution's debug packages install
 
 
 def gnu_build_id(data, off: int, size: int, endian: str) -> bytes | None:
@@ -23,3 +26,12 @@ def gnu_build_id(data, off: int, size: int, endian: str) -> bytes | None:
             return bytes(data[desc_at:desc_at + descsz]) or None
         off = nxt
     return None
+
+
+def build_id_paths(build_id: bytes, debug_dirs: list[str]) -> list[str]:
+    """Where a debug file is by its build id (§9.2): `.build-id/xx/rest.debug` under each of
+    `debug_dirs`, then the system's debug packages', whatever --debug says, as perf report
+    does (expected_differences 8); the build id decides, so only the right file matches."""
+    hexid = build_id.hex()
+    rel = f".build-id/{hexid[:2]}/{hexid[2:]}.debug"
+    return [os.path.join(d, rel) for d in [*debug_dirs, SYSTEM_DEBUG]]

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 
-from ..finder import SYSTEM_DEBUG, build_id_paths
 from ..image import ElfImage
 from ..leb128 import uleb
+from ..notes import SYSTEM_DEBUG, build_id_paths
 
 
 def reference(holder: ElfImage) -> tuple[str, bytes, bool] | None:
