@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .perfdata import events as ev
+from .perfdata.abi import CONTEXT_USER_DEFERRED
 from .perfdata.fast import FusedSample
 
 # a route: per column named above, the name of a method, or None
@@ -52,6 +53,8 @@ ROUTES: dict[type, Route] = {
     ev.ExitEvent: Route(read="task", spaces="task", write="thread_end"),
     ev.LostEvent: Route(read="task", write="lost"),
     ev.SwitchEvent: Route(read="task", write="context_switch"),
+    # joined to the samples waiting for it by HandOut
+    ev.CallchainDeferredEvent: Route(read="task"),
 }
 
 
@@ -102,13 +105,42 @@ def on_hand_out(spaces, sink) -> dict[type, object]:
 
 class HandOut:
     """The time-ordering queue's sink (ordering.EventQueue): each event it hands out goes to
-    its kind's handler, `handlers` (on_hand_out's, or what forwards them)."""
+    its kind's handler, `handlers` (on_hand_out's, or what forwards them); a sample whose user
+    call chain comes later waits for it (deferred_chains.py)."""
 
     def __init__(self, handlers: dict[type, object], time_order_violation) -> None:
         self._handlers = handlers
         self.time_order_violation = time_order_violation
+        self._deferred = None  # a DeferredChains from the first such sample on
 
     def sample(self, e) -> None:
+        if type(e) is FusedSample:
+            chain, tid = e[7], e[1]
+        else:
+            chain, tid = e.callchain, e.tid
+        n = len(chain)
+        if n >= 2 and chain[n - 2] == CONTEXT_USER_DEFERRED:
+            if self._deferred is None:
+                from .deferred_chains import DeferredChains
+                self._deferred = DeferredChains(self.mmap)
+            self._deferred.hold(e, tid)
+        else:
+            self._handlers[type(e)](e)
+
+    def mmap(self, e) -> None:
         self._handlers[type(e)](e)
 
-    mmap = task = sample
+    def task(self, e) -> None:
+        kind = type(e)
+        if kind is ev.CallchainDeferredEvent:
+            if self._deferred is not None:
+                self._deferred.join(e)
+            return
+        if kind is ev.ExitEvent and self._deferred is not None:
+            self._deferred.release(e.tid)  # it exited in the kernel: no user chain comes
+        self._handlers[kind](e)
+
+    def end(self) -> None:
+        """The queue handed out its last event."""
+        if self._deferred is not None:
+            self._deferred.release_all()

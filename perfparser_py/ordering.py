@@ -56,8 +56,8 @@ class Stats:
 class EventQueue:
     """Buffers (kind, time, size, event) and hands them to a sink in time order.
 
-    The sink has `mmap(event, late)`, `task(event)`, `sample(event)` and
-    `time_order_violation(event_time, max_time)`; with sink None the queue only counts
+    The sink has `mmap(event, late)`, `task(event)`, `sample(event)`,
+    `time_order_violation(event_time, max_time)` and `end()` after the last event; with sink None the queue only counts
     (`--print-stats`)."""
 
     def __init__(self, sink, buffer_size: int, max_buffer_size: int) -> None:
@@ -182,6 +182,8 @@ class EventQueue:
         if self._target == 0:
             self._flush(self._bytes // 2)
         self._flush(0)
+        if self.sink is not None:
+            self.sink.end()
 
     def _end_round(self) -> None:
         st = self._stats

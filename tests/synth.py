@@ -15,6 +15,7 @@ from perfparser_py.perfdata.abi import (
     CONTEXT_USER,
     FLAG_SAMPLE_ID_ALL,
     FLAG_USE_CLOCKID,
+    RECORD_CALLCHAIN_DEFERRED,
     RECORD_COMM,
     RECORD_EXIT,
     RECORD_FINISHED_ROUND,
@@ -79,9 +80,10 @@ class PipeWriter:
         task = body(RECORD_FORK, pid=pid, ppid=ppid, tid=tid, ptid=ppid, time=time)
         self.record(RECORD_FORK, task, pid, tid, time)
 
-    def exit(self, pid: int, time: int) -> None:
-        self.record(RECORD_EXIT, body(RECORD_EXIT, pid=pid, ppid=pid, tid=pid, ptid=pid, time=time),
-                    pid, pid, time)
+    def exit(self, pid: int, time: int, tid: int | None = None) -> None:
+        tid = pid if tid is None else tid
+        self.record(RECORD_EXIT, body(RECORD_EXIT, pid=pid, ppid=pid, tid=tid, ptid=pid, time=time),
+                    pid, tid, time)
 
     def mmap2(self, pid: int, addr: int, length: int, pgoff: int, path: bytes, time: int,
               prot: int = 5, build_id: bytes | None = None) -> None:
@@ -111,13 +113,22 @@ class PipeWriter:
                     time=time, misc=RECORD_MISC_KERNEL)
 
     def sample(self, pid: int, tid: int, time: int, ip: int, callchain: list[int] | None = None,
-               period: int = 1000, kernel: bool = False) -> None:
-        context = CONTEXT_KERNEL if kernel else CONTEXT_USER
-        chain = [context, *(callchain if callchain is not None else [ip])]
+               period: int = 1000, kernel: bool = False, chain: list[int] | None = None) -> None:
+        """callchain: the frames after the context marker; chain: the whole chain as given."""
+        if chain is None:
+            context = CONTEXT_KERNEL if kernel else CONTEXT_USER
+            chain = [context, *(callchain if callchain is not None else [ip])]
         data = sample_struct(self.sample_type, 0, 0, False, False).build(dict(
             ip=ip, pid=pid, tid=tid, time=time, period=period,
             callchain=chain if self.sample_type & SAMPLE_CALLCHAIN else None))
         self._record(RECORD_SAMPLE, RECORD_MISC_KERNEL if kernel else RECORD_MISC_USER, data)
+
+    def callchain_deferred(self, pid: int, tid: int, time: int, cookie: int,
+                           ips: list[int]) -> None:
+        """PERF_RECORD_CALLCHAIN_DEFERRED (22): {cookie u64, nr u64, ips[nr]}."""
+        self.record(RECORD_CALLCHAIN_DEFERRED,
+                    body(RECORD_CALLCHAIN_DEFERRED, cookie=cookie, nr=len(ips), ips=ips), pid, tid,
+                    time, RECORD_MISC_USER)
 
     def finished_round(self) -> None:
         self._record(RECORD_FINISHED_ROUND, 0, b"")

@@ -26,7 +26,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
               "mergesort")),
     # perf.data (and the jitdump files beside it) into events; where the bytes come from
     ("grammar", ("perfdata", "perfdata.*", "source", "jitdump")),
-    ("ordering", ("ordering",)),
+    ("ordering", ("ordering", "deferred_chains")),
     ("elf", ("elf", "elf.*")),
     ("session", ("session",)),
     ("unwind", ("unwind", "unwind.*")),

@@ -11,6 +11,7 @@ class Sink:
     def __init__(self) -> None:
         self.out: list[tuple[str, object]] = []
         self.violations: list[tuple[int, int]] = []
+        self.ended_after: int | None = None  # how many events came before end()
 
     def sample(self, e) -> None:
         self.out.append(("sample", e))
@@ -24,6 +25,9 @@ class Sink:
     def time_order_violation(self, time: int, max_time: int) -> None:
         self.violations.append((time, max_time))
 
+    def end(self) -> None:
+        self.ended_after = len(self.out)
+
 
 def _queue(buffer_size: int = 1 << 30, max_buffer_size: int = 1 << 30) -> tuple[EventQueue, Sink]:
     sink = Sink()
@@ -35,8 +39,10 @@ def test_out_of_order_samples_come_out_in_time_order_at_the_end():
     for t in (30, 10, 20, 50, 40):
         q.add_sample(t, 100, t)
     assert sink.out == []  # nothing before the buffer is full or the input ends
+    assert sink.ended_after is None
     q.finish()
     assert sink.out == [("sample", t) for t in (10, 20, 30, 40, 50)]
+    assert sink.ended_after == 5  # told the end once everything is out
 
 
 def _handed_out(*events: tuple[int, int, int, object]) -> list[tuple[str, object]]:

@@ -69,6 +69,7 @@ RECORD_BPF_EVENT = 18
 RECORD_CGROUP = 19
 RECORD_TEXT_POKE = 20
 RECORD_AUX_OUTPUT_HW_ID = 21
+RECORD_CALLCHAIN_DEFERRED = 22  # a sample's user call chain, taken on its return to user space
 RECORD_HEADER_ATTR = 64
 RECORD_HEADER_EVENT_TYPE = 65
 RECORD_HEADER_TRACING_DATA = 66
@@ -108,6 +109,8 @@ EVENT_UPDATE__NAME = 2
 CONTEXT_HV = 2**64 - 32
 CONTEXT_KERNEL = 2**64 - 128
 CONTEXT_USER = 2**64 - 512
+# the user part comes later, in the CALLCHAIN_DEFERRED whose cookie follows this marker
+CONTEXT_USER_DEFERRED = 2**64 - 640
 CONTEXT_MAX = 2**64 - 4095  # values above are context markers
 
 # MMAP2's prot (sys/mman.h)

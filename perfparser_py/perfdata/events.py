@@ -140,6 +140,19 @@ LostSamplesEvent = namedtuple("LostSamplesEvent", LostEvent._fields[1:], module=
 
 
 @named_tuple
+class CallchainDeferredEvent:
+    """PERF_RECORD_CALLCHAIN_DEFERRED: the user part of thread `tid`'s call chains that
+    ended in CONTEXT_USER_DEFERRED and `cookie` (perf record --call-graph fp,defer)."""
+    cookie: int
+    ips: tuple[int, ...]  # CONTEXT_USER, then the user frames, leaf first
+    pid: int
+    tid: int
+    time: int
+    cpu: int
+    size: int
+
+
+@named_tuple
 class SwitchEvent:
     switch_out: bool
     next_prev_pid: int  # -1 for the non-CPU-wide SWITCH record

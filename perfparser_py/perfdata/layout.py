@@ -47,6 +47,7 @@ from .abi import (
     FORMAT_LOST,
     FORMAT_TOTAL_TIME_ENABLED,
     FORMAT_TOTAL_TIME_RUNNING,
+    RECORD_CALLCHAIN_DEFERRED,
     RECORD_COMM,
     RECORD_EXIT,
     RECORD_FORK,
@@ -206,6 +207,8 @@ SWITCH_CPU_WIDE: tuple[Row, ...] = (("next_prev_pid", "I"), ("next_prev_tid", "I
 KSYMBOL: tuple[Row, ...] = (
     ("addr", "Q"), ("len", "I"), ("ksym_type", "H"), ("flags", "H"), ("name", CSTRING),
 )
+# the user call chain of the samples whose chain ends in CONTEXT_USER_DEFERRED and this cookie
+CALLCHAIN_DEFERRED: tuple[Row, ...] = (("cookie", "Q"), ("nr", "Q"), ("ips", Items("Q", "nr")))
 TIME_CONV: tuple[Row, ...] = (("time_shift", "Q"), ("time_mult", "Q"), ("time_zero", "Q"))
 # perf >= 5.10 appends these (cap_user_time_short, for TSCs that wrap)
 TIME_CONV_EXT: tuple[Row, ...] = (
@@ -217,6 +220,7 @@ BODIES: dict[int, tuple[Row, ...]] = {
     RECORD_MMAP: MMAP, RECORD_COMM: COMM, RECORD_FORK: TASK, RECORD_EXIT: TASK,
     RECORD_LOST: LOST, RECORD_LOST_SAMPLES: LOST_SAMPLES, RECORD_SWITCH: SWITCH,
     RECORD_SWITCH_CPU_WIDE: SWITCH_CPU_WIDE, RECORD_KSYMBOL: KSYMBOL,
+    RECORD_CALLCHAIN_DEFERRED: CALLCHAIN_DEFERRED,
 }
 
 # ---------------------------------------------------------------- perf_event_attr

@@ -13,6 +13,7 @@ from . import header as h
 from .abi import (
     EVENT_UPDATE__NAME,
     FEAT_EVENT_DESC,
+    RECORD_CALLCHAIN_DEFERRED,
     RECORD_COMPRESSED,
     RECORD_COMPRESSED2,
     RECORD_EVENT_UPDATE,
@@ -38,7 +39,8 @@ from .features import parse_feature, parse_features
 _MALFORMED: tuple = (struct.error, ValueError, IndexError, OverflowError)
 _FINISHED_ROUND = ev.FinishedRoundEvent()
 _FINISHED_INIT = ev.FinishedInitEvent()
-_CONSTRUCT_DECODED = frozenset((RECORD_LOST_SAMPLES, RECORD_KSYMBOL, RECORD_TIME_CONV))
+_CONSTRUCT_DECODED = frozenset((RECORD_LOST_SAMPLES, RECORD_KSYMBOL, RECORD_TIME_CONV,
+                                RECORD_CALLCHAIN_DEFERRED))
 _TOO_SMALL = "File is too small to hold perf data."
 # Mapped input before the read position minus this is released (Source.release): enough for
 # the events of the rounds still queued, so their stacks are rarely faulted back in (on

@@ -14,6 +14,7 @@ from functools import cache
 from . import events as ev
 from . import layout as lay
 from .abi import (
+    RECORD_CALLCHAIN_DEFERRED,
     PROT_EXEC,
     PROT_READ,
     RECORD_COMM,
@@ -174,6 +175,8 @@ def decode_record(rtype: int, misc: int, size: int, body: bytes, sample_attr: Pe
         return ev.KsymbolEvent(r.addr, r.len, r.ksym_type, r.flags, r.name, time, cpu, size)
     if rtype == RECORD_LOST_SAMPLES:
         return ev.LostSamplesEvent(r.lost, spid, stid, time, cpu, size)
+    if rtype == RECORD_CALLCHAIN_DEFERRED:
+        return ev.CallchainDeferredEvent(r.cookie, tuple(r.ips), spid, stid, time, cpu, size)
     cpu_wide = rtype != RECORD_SWITCH
     return ev.SwitchEvent(bool(misc & RECORD_MISC_SWITCH_OUT),
                           r.next_prev_pid if cpu_wide else -1,
