@@ -67,7 +67,11 @@ class Spaces:
         """The file behind a mapping of `path` in process `pid`, for Session.mmap: (the local
         candidate path, its ElfImage), each None when there is none."""
         if path == VDSO_NAME:
-            return self.finder.find_vdso(build_id)
+            # the process's own files say which of the kernel's vDSOs it has (a 32-bit
+            # process on a 64-bit kernel: the compat one)
+            first = self.session.process(pid).first_image
+            return self.finder.find_vdso(
+                build_id, None if first is None else (first.is_64, first.e_machine))
         if is_special(path):
             return None, None
         if pid == KERNEL_PID:

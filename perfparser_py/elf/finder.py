@@ -38,6 +38,12 @@ def normalize_path(path: str) -> str:
     return "/" + norm.lstrip("/") if norm.startswith("//") else norm
 
 
+# perf's names in the build-id table for the compat vDSOs of a 64-bit kernel, by the
+# (64-bit, e_machine) of the process's files: i386, x32
+_VDSO_NAMES: dict[tuple[bool, int] | None, tuple[bytes, ...]] = {
+    (False, 3): (b"[vdso32]",), (False, 62): (b"[vdsox32]",)}
+
+
 def build_id_matches(recorded: bytes, actual: bytes | None) -> bool:
     """True if a file's build id equals the recorded one (any length).
 
@@ -136,7 +142,8 @@ class ElfFinder:
         self._indexes = {d: _DirIndex(d) for d in ([app] if app else []) + self.extra}
         reset_inflate_budget()  # one budget of decompressed debug data per run
         self._found: dict[bytes, tuple[str, ElfImage | None]] = {}
-        self._vdsos: dict[bytes | None, tuple[str | None, ElfImage | None]] = {}
+        self._vdsos: dict[tuple[bytes | None, tuple[bool, int] | None],
+                          tuple[str | None, ElfImage | None]] = {}
         self._images: dict[tuple[int, int, int, int], ElfImage | None] = {}
         self._handed_out: set[ElfImage] = set()  # images _result gave (their debug search is set)
         self.debuginfod: DebuginfodClient | None = None
@@ -195,17 +202,27 @@ class ElfFinder:
         warn_once(cand, f"build id differs from the recorded one ({build_id.hex()}); ignored")
         return (cand, None)
 
-    def find_vdso(self, build_id: bytes | None) -> tuple[str | None, ElfImage | None]:
+    def find_vdso(self, build_id: bytes | None, kind: tuple[bool, int] | None = None
+                  ) -> tuple[str | None, ElfImage | None]:
         """(local path or None, image or None) for a `[vdso]` mapping whose build id is the
         MMAP2 record's or, without one, HEADER_BUILD_ID's: perf's build-id cache copy
         (`D/[vdso]/<id>/vdso`), else this process's own vDSO when its build id is the same
         (a recording of this boot). Never a vDSO of another build id. A recording that names
         none (pipe mode, `perf record -B`, `--switch-output` files) gets our own when it is
-        of the running kernel (`of_running_kernel`), as perf takes its own then."""
-        build_id = build_id or self.build_ids.get(VDSO_NAME) or None
-        hit = self._vdsos.get(build_id)
+        of the running kernel (`of_running_kernel`), as perf takes its own then.
+
+        `kind`: (64-bit, e_machine) of the process's files, None when unknown. A 32-bit
+        process on a 64-bit kernel has the kernel's compat vDSO, which perf lists as
+        `[vdso32]` (x32: `[vdsox32]`); a vDSO of another kind is never its."""
+        if not build_id:
+            names = _VDSO_NAMES.get(kind, ()) + (VDSO_NAME,)
+            build_id = next((self.build_ids[n] for n in names if self.build_ids.get(n)), None)
+        hit = self._vdsos.get((build_id, kind))
         if hit is None:
-            hit = self._vdsos[build_id] = self._find_vdso(build_id)
+            local, image = self._find_vdso(build_id)
+            if image is not None and kind is not None and (image.is_64, image.e_machine) != kind:
+                local, image = None, None
+            hit = self._vdsos[(build_id, kind)] = (local, image)
         return hit
 
     def _find_vdso(self, build_id: bytes | None) -> tuple[str | None, ElfImage | None]:

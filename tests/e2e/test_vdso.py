@@ -128,3 +128,50 @@ def test_never_a_vdso_of_another_build_id(tmp_path: Path) -> None:
     local, image = finder.find_vdso(own_id)  # the MMAP2 record's id wins over the header's
     assert local is None and image is not None and image.build_id == own_id
     assert ElfFinder("", [], "/", [], {}).find_vdso(None) == (None, None)  # no id: unchecked
+
+
+@pytest.fixture(scope="module")
+def compat_recordings(tmp_path_factory) -> Path:
+    """A 32-bit program (gcc -m32) in the vDSO, recorded with the build-id cache update
+    (`fp.data`: perf files the compat vDSO, `[vdso32]` in its table, by its build id) and
+    without (`fp-N.data`)."""
+    tmp = tmp_path_factory.mktemp("vdso32")
+    build_c(tmp, "cg32", WORKLOAD, "-m32", "-O2", "-g", "-fno-omit-frame-pointer")
+    (tmp / "home").mkdir()
+    env = {**os.environ, "HOME": str(tmp / "home")}
+    for suffix, flags in (("", []), ("-N", ["-N"])):
+        subprocess.run(["perf", "record", *flags, "-q", "-F", "999", "-g", "-o",
+                        str(tmp / f"fp{suffix}.data"), "--", str(tmp / "cg32"), "800"],
+                       check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       timeout=120)
+    return tmp
+
+
+@pytest.mark.parametrize("suffix", ["", "-N"], ids=["cache-copy", "not-cached"])
+def test_a_32_bit_process_has_the_compat_vdso(compat_recordings: Path, suffix: str,
+                                              monkeypatch) -> None:
+    """A 32-bit process on a 64-bit kernel has the kernel's compat vDSO. From perf's copy
+    its frames are named as perf names them (`__vdso_clock_gettime64`); without it they stay
+    unnamed: our own vDSO, the 64-bit one, named them after its own functions
+    (`__vdso_getrandom`)."""
+    home = compat_recordings / "home"
+    monkeypatch.setenv("HOME", str(home))
+    data = compat_recordings / f"fp{suffix}.data"
+    # not cached: no debug directory holds a copy (the cache-copy recording filed one)
+    debug = ["--debug", str(compat_recordings / "no-such-cache")] if suffix else []
+    res = run_parser(["--input", str(data), "--app", str(compat_recordings), *debug])
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    ours, stream = decode(res.stdout)
+    in_vdso = [s for s in ours if s.frames and not s.frames[0].kernel
+               and s.frames[0].dso in (None, "") and s.comm == "cg32"]
+    assert len(in_vdso) > 0.3 * len(ours) > 100
+    if suffix:
+        assert {s.frames[0].sym for s in in_vdso} == {None}
+        return
+    copies = [ElfImage.open(str(f)) for f in home.glob(".debug/[[]vdso]/*/vdso")]
+    assert any(not image.is_64 for image in copies)  # perf filed the compat one
+    perf = _perf_script(data)
+    aliases = _vdso_aliases(home)
+    bad = [([f.sym for f in s.frames], perf.get((s.tid, s.time))) for s in in_vdso
+           if not _same([f.sym for f in s.frames][:1], perf[(s.tid, s.time)][:1], aliases)]
+    assert not bad, (len(bad), len(in_vdso), bad[:3])
