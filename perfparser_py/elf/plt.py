@@ -9,6 +9,7 @@ from ..demangle import demangle
 from .constants import (
     DT_NULL,
     DT_PLTGOT,
+    EM_386,
     EM_X86_64,
     R_X86_64_IRELATIVE,
     SHT_DYNSYM,
@@ -17,8 +18,8 @@ from .constants import (
     SHT_RELA,
 )
 
-# the x86-64 sections of PLT entries, each a jump through a GOT slot
-_X86_64_PLTS = frozenset({".plt", ".iplt", ".plt.sec", ".plt.got"})
+# the x86 sections of PLT entries (x86-64, x32, i386), each a jump through a GOT slot
+_X86_PLTS = frozenset({".plt", ".iplt", ".plt.sec", ".plt.got"})
 
 
 class FallbackNames:
@@ -31,8 +32,9 @@ class FallbackNames:
         if sec is None or sec.name == ".text":
             return None
         name = None
-        if self.e_machine == EM_X86_64 and sec.name in _X86_64_PLTS:
-            size = sec.entsize or self._x86_64_plt_entry_size(sec)
+        if self.e_machine in (EM_X86_64, EM_386) and sec.name in _X86_PLTS:
+            # GNU ld gives i386's .plt an entry size of 4, not its entries'
+            size = sec.entsize if sec.entsize >= 8 else self._x86_plt_entry_size(sec)
             name = self._jump_slot_name(vaddr - (vaddr - sec.addr) % size, size)
         if name is None and sec.entsize > 0 and sec.name == ".plt":  # (IBT: no jump to a slot)
             slot = (vaddr - sec.addr) // sec.entsize
@@ -42,43 +44,60 @@ class FallbackNames:
             return name
         return f"<{sec.name}+{vaddr:x}>"
 
-    def _x86_64_plt_entry_size(self, sec) -> int:
-        """Entry size of an x86-64 PLT whose header gives none (lld's `.plt` and `.iplt`, GNU
-        ld's `.plt` of a static executable): 16, the lazy entry of both linkers, unless the
-        section starts with two `jmp *slot(%rip)` 8 bytes apart, GNU ld's 8-byte entries
-        (`jmp *slot(%rip); xchg %ax,%ax`) of IFUNC slots in a static executable."""
+    def _x86_plt_entry_size(self, sec) -> int:
+        """Entry size of an x86 PLT whose header gives none (lld's `.plt` and `.iplt`, GNU
+        ld's `.plt` of a static executable, i386's `.plt`): 16, the lazy entry of both
+        linkers, unless the section starts with two `jmp *slot` 8 bytes apart, GNU ld's
+        8-byte entries (`jmp *slot(%rip); xchg %ax,%ax`) of IFUNC slots in a static
+        executable."""
         code = self.read(sec.addr, 10)
         if code is not None and code[:2] == code[8:10] == b"\xff\x25":
             return 8
         return 16
 
     def _jump_slot_name(self, entry: int, size: int) -> str | None:
-        """`name@plt` for an x86-64 PLT entry (`.plt`, `.iplt`; `.plt.sec` with IBT:
+        """`name@plt` for an x86 PLT entry (`.plt`, `.iplt`; `.plt.sec` with IBT:
         `endbr64; bnd jmp *slot(%rip)`; `.plt.got`) by the GOT slot its jump reads, as
         objdump labels it and perf ≥ 6.3 names it; none for a lazy PLT's header, whose jump
         reads the resolver's reserved slot. Upstream names `.plt` entries by their index
         (SEMANTICS §10.8), not the others; perf 6.1 names those after the sizeless `_init`
-        before them."""
+        before them. x86-64's (and x32's) jump is `jmp *disp32(%rip)`; i386's is
+        `jmp *disp32(%ebx)` in position-independent code, %ebx holding DT_PLTGOT (the psABI's
+        `_GLOBAL_OFFSET_TABLE_`), else `jmp *abs32`."""
         code = self.read(entry, size)
-        at = -1 if code is None else code.find(b"\xff\x25")  # jmp *disp32(%rip)
+        if code is None:
+            return None
+        at = code.find(b"\xff\x25")  # jmp *disp32(%rip) / jmp *abs32
+        if self.e_machine == EM_386:
+            ebx = code.find(b"\xff\xa3")  # jmp *disp32(%ebx)
+            if ebx >= 0 and ebx + 6 <= len(code):
+                got = self._plt_table()[0]
+                return None if not got else self._plt_name_at(
+                    (got + struct.unpack_from("<i", code, ebx + 2)[0]) & 0xFFFFFFFF)
+            if at < 0 or at + 6 > len(code):
+                return None
+            return self._plt_name_at(struct.unpack_from("<I", code, at + 2)[0])
         if at < 0 or at + 6 > len(code):
             return None
         slot_addr = entry + at + 6 + struct.unpack_from("<i", code, at + 2)[0]
         return self._plt_name_at(slot_addr)
 
-    def _plt_name(self, slot: int) -> str | None:
+    def _plt_table(self) -> tuple[int, dict[int, str | tuple[int, int] | int], bytes]:
+        """_build_plt's, built on first use."""
         if self._plt is None:
             self._plt = self._build_plt()
-        if not self._plt[0]:  # no DT_PLTGOT
+        return self._plt
+
+    def _plt_name(self, slot: int) -> str | None:
+        got = self._plt_table()[0]
+        if not got:  # no DT_PLTGOT
             return None
-        return self._plt_name_at(self._plt[0] + (slot + 2) * (8 if self.is_64 else 4))
+        return self._plt_name_at(got + (slot + 2) * (8 if self.is_64 else 4))
 
     def _plt_name_at(self, slot_addr: int) -> str | None:
         """`name@plt` of the dynamic symbol whose relocation fills GOT slot `slot_addr`, or of
         the symbol at the IFUNC resolver an IRELATIVE one fills it from."""
-        if self._plt is None:
-            self._plt = self._build_plt()
-        _got_addr, names, strs = self._plt
+        _got_addr, names, strs = self._plt_table()
         name = names.get(slot_addr)
         if type(name) is tuple:  # demangled on first use: a file has thousands, few are hit
             start, end = name

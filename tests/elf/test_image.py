@@ -373,6 +373,30 @@ def test_plt_sec_and_plt_got_entries_are_name_at_plt(tmp_path, flags):
         assert image.fallback_name(addr) == image.fallback_name(addr + 5) == name
 
 
+@pytest.mark.parametrize("flags", [["-fpie", "-pie"], ["-fno-pie", "-no-pie"],
+                                   ["-fcf-protection", "-Wl,-z,ibtplt"]],
+                         ids=["pie", "no-pie", "ibt-plt.sec"])
+def test_i386_plt_entries_are_name_at_plt(tmp_path, flags):
+    """i386's PLT entries jump through `*slot(%ebx)` (%ebx: the GOT) in position-independent
+    code and `*slot` otherwise, and GNU ld gives its .plt an entry size of 4: each entry is
+    `name@plt` by its slot's relocation as objdump labels it, not `<.plt+…>`."""
+    src = tmp_path / "plt.c"
+    src.write_text("#include <stdio.h>\n#include <string.h>\n"
+                   "int main(int c, char **v) { puts(v[0]); return (int)strlen(v[c - 1]); }\n")
+    exe = tmp_path / "plt"
+    subprocess.run(["gcc", "-m32", "-O1", "-fno-builtin", *flags, "-o", str(exe), str(src)],
+                   check=True)
+    out = subprocess.run(["objdump", "-d", "-j", ".plt", "-j", ".plt.sec", "-j", ".plt.got",
+                          str(exe)], capture_output=True, text=True, check=True).stdout
+    labels = {int(a, 16): n for a, n in re.findall(r"^([0-9a-f]+) <(\S+@plt)>:$", out, re.M)}
+    assert {"puts@plt", "strlen@plt"} <= set(labels.values())
+    image = ElfImage.open(str(exe))
+    assert not image.is_64
+    for addr, name in labels.items():
+        assert image.symbol_at(addr) is None
+        assert image.fallback_name(addr) == image.fallback_name(addr + 5) == name
+
+
 IFUNC_SOURCE = r"""
 #include <stdio.h>
 #include <string.h>
