@@ -19,6 +19,7 @@ from .. import probes
 from ..regular import open_regular
 from ..tuples import TYPE_CHECKING
 from .compressed import reset_inflate_budget
+from .constants import EM_386, EM_X86_64
 from .image import ElfImage, warn_once
 from .notes import build_id_paths
 from .vdso import VDSO_NAME, own_vdso
@@ -41,7 +42,7 @@ def normalize_path(path: str) -> str:
 # perf's names in the build-id table for the compat vDSOs of a 64-bit kernel, by the
 # (64-bit, e_machine) of the process's files: i386, x32
 _VDSO_NAMES: dict[tuple[bool, int] | None, tuple[bytes, ...]] = {
-    (False, 3): (b"[vdso32]",), (False, 62): (b"[vdsox32]",)}
+    (False, EM_386): (b"[vdso32]",), (False, EM_X86_64): (b"[vdsox32]",)}
 
 
 def build_id_matches(recorded: bytes, actual: bytes | None) -> bool:
