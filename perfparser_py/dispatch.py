@@ -122,13 +122,16 @@ class HandOut:
         if n >= 2 and chain[n - 2] == CONTEXT_USER_DEFERRED:
             if self._deferred is None:
                 from .deferred_chains import DeferredChains
-                self._deferred = DeferredChains(self.mmap)
+                self._deferred = DeferredChains(self.handle)
             self._deferred.hold(e, tid)
         else:
             self._handlers[type(e)](e)
 
-    def mmap(self, e) -> None:
+    def handle(self, e) -> None:
+        """Its kind's handler takes `e`."""
         self._handlers[type(e)](e)
+
+    mmap = handle
 
     def task(self, e) -> None:
         kind = type(e)
