@@ -82,7 +82,7 @@ class Spaces:
             # perf record --buildid-mmap: the mapping names its file's build id, which picks
             # the right copy as the header's build-id table does
             self.finder.build_ids[path] = build_id
-        local, image = self.finder.find(path)
+        local, image = self.finder.find(path, pid)
         if image is None and not probes.exists(local):
             self._missing(path)
         return local, image

@@ -143,6 +143,10 @@ class ElfFinder:
         self._indexes = {d: _DirIndex(d) for d in ([app] if app else []) + self.extra}
         reset_inflate_budget()  # one budget of decompressed debug data per run
         self._found: dict[bytes, tuple[str, ElfImage | None]] = {}
+        # recorded paths no file found has the recorded build id of: whether one differs
+        # (else none is there), and the (path, pid) whose root was looked at (find)
+        self._unmatched: dict[bytes, bool] = {}
+        self._roots_seen: set[tuple[bytes, int]] = set()
         self._vdsos: dict[tuple[bytes | None, tuple[bool, int] | None],
                           tuple[str | None, ElfImage | None]] = {}
         self._images: dict[tuple[int, int, int, int], ElfImage | None] = {}
@@ -169,12 +173,41 @@ class ElfFinder:
 
     # ------------------------------------------------------------ main file
 
-    def find(self, recorded_path: bytes) -> tuple[str, ElfImage | None]:
-        """(path that is or would be used, image or None) for a recorded mmap path."""
+    def find(self, recorded_path: bytes, pid: int | None = None) -> tuple[str, ElfImage | None]:
+        """(path that is or would be used, image or None) for a recorded mmap path, mapped by
+        process `pid` (None: unknown). When no file found here has the recorded build id,
+        the one the process sees, while it still runs, is taken if it has that id: a
+        container's files are at their paths in its own mount namespace, which perf reads
+        them from (its nsinfo), and the kernel shows it as /proc/PID/root."""
         hit = self._found.get(recorded_path)
         if hit is None:
             hit = self._found[recorded_path] = self._find(recorded_path)
+        differs = self._unmatched.get(recorded_path)
+        if differs is not None:
+            seen = self._in_process(recorded_path, pid)
+            if seen is not None:
+                hit = self._found[recorded_path] = seen
+                del self._unmatched[recorded_path]
+            elif differs:
+                warn_once(hit[0], "build id differs from the recorded one "
+                                  f"({self.build_ids[recorded_path].hex()}); ignored")
         return hit
+
+    def _in_process(self, recorded_path: bytes, pid: int | None
+                    ) -> tuple[str, ElfImage] | None:
+        """The file at `recorded_path` in process `pid`'s root when it has the recorded build
+        id (a recording of this machine: no sysroot), each (path, pid) looked at once."""
+        if pid is None or pid <= 0 or self.sysroot not in ("", "/"):
+            return None
+        key = (recorded_path, pid)
+        if key in self._roots_seen:
+            return None
+        self._roots_seen.add(key)
+        cand = f"/proc/{pid}/root{os.fsdecode(recorded_path)}"
+        image = self._load(cand)
+        if image is None or not build_id_matches(self.build_ids[recorded_path], image.build_id):
+            return None
+        return self._result(cand, os.fsdecode(recorded_path))
 
     def _find(self, recorded_path: bytes) -> tuple[str, ElfImage | None]:
         path = os.fsdecode(recorded_path)
@@ -198,9 +231,8 @@ class ElfFinder:
             fetched_image = self._load(fetched)
             if fetched_image is not None and build_id_matches(build_id, fetched_image.build_id):
                 return self._result(fetched, path)
-        if image is None:
-            return self._result(cand, path)
-        warn_once(cand, f"build id differs from the recorded one ({build_id.hex()}); ignored")
+        # none has the recorded build id: find() looks in the mapping process's root
+        self._unmatched[recorded_path] = image is not None
         return (cand, None)
 
     def find_vdso(self, build_id: bytes | None, kind: tuple[bool, int] | None = None

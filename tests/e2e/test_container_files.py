@@ -1,0 +1,74 @@
+"""A process in its own mount namespace (a container's) maps files this machine has at the
+same path with other contents, or not at all. perf records the build ids of the files the
+process sees (it reads them through the process's namespace), and `perf script` names their
+frames through it while the process runs. Ours takes the file the process sees,
+/proc/PID/root/PATH, when no file here has the recorded build id, and never a file of another
+build id.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.corpus.expect import decode, run_parser
+from tests.e2e.programs import build_c
+
+PROGRAM = r"""
+static volatile long sink;
+__attribute__((noinline)) void work_NAME(void) { for (long i = 0; i < 100000; i++) sink += i; }
+int main(void) { for (;;) work_NAME(); }
+"""
+
+
+@pytest.fixture
+def container(tmp_path: Path):
+    """(the program's path, pid of the process running it in a mount namespace of its own,
+    where the path holds another build) and the recording of that process; the process is
+    killed at the end."""
+    host = build_c(tmp_path, "host", PROGRAM.replace("NAME", "host"), "-O1", "-g")
+    inside = build_c(tmp_path, "inside", PROGRAM.replace("NAME", "container"), "-O1", "-g")
+    (tmp_path / "bin").mkdir()
+    prog = tmp_path / "bin" / "prog"
+    prog.write_bytes(host.read_bytes())
+    prog.chmod(0o755)
+    proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                             f'mount --bind "{inside}" "{prog}" && exec "{prog}"'])
+    try:
+        deadline = time.monotonic() + 10
+        while os.readlink(f"/proc/{proc.pid}/exe") != str(prog):  # until the exec
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.01)
+        data = tmp_path / "perf.data"
+        subprocess.run(["perf", "record", "-q", "-N", "-g", "-p", str(proc.pid), "-o",
+                        str(data), "--", "sleep", "0.3"], check=True, timeout=60,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        yield prog, proc, data
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _names(data: Path) -> tuple[set[str | None], str]:
+    """The names of the program's leaf frames, and the parser's stderr."""
+    res = run_parser(["--input", str(data), "--no-cache"])
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    samples, _ = decode(res.stdout)
+    return ({s.frames[0].sym for s in samples if s.frames and s.frames[0].dso == "prog"},
+            res.stderr.decode())
+
+
+def test_a_containers_file_is_the_one_it_sees(container) -> None:
+    prog, proc, data = container
+    names, _err = _names(data)
+    assert names == {"work_container"}
+    proc.kill()
+    proc.wait()
+    # gone with the process: the file here has another build id, so no name, and a warning
+    names, err = _names(data)
+    assert names == {None}
+    assert f"{prog}: build id differs from the recorded one" in err
