@@ -63,9 +63,10 @@ class Spaces:
     def mmap(self, e) -> None:
         self.session.mmap(e, self._find_elf)
 
-    def _find_elf(self, pid: int, path: bytes, build_id: bytes | None):
-        """The file behind a mapping of `path` in process `pid`, for Session.mmap: (the local
-        candidate path, its ElfImage), each None when there is none."""
+    def _find_elf(self, pid: int, path: bytes, build_id: bytes | None, ino: int):
+        """The file behind a mapping of `path` (inode `ino`, 0 if not recorded) in process
+        `pid`, for Session.mmap: (the local candidate path, its ElfImage), each None when
+        there is none."""
         if path == VDSO_NAME:
             # the process's own files say which of the kernel's vDSOs it has (a 32-bit
             # process on a 64-bit kernel: the compat one)
@@ -82,7 +83,7 @@ class Spaces:
             # perf record --buildid-mmap: the mapping names its file's build id, which picks
             # the right copy as the header's build-id table does
             self.finder.build_ids[path] = build_id
-        local, image = self.finder.find(path, pid)
+        local, image = self.finder.find(path, pid, ino)
         if image is None and not probes.exists(local):
             self._missing(path)
         return local, image
@@ -200,7 +201,7 @@ CHAIN_FRAMES = 1 << 16
 def features_arch(f, arch_name: str, finder) -> str:
     """The FEATURES section's part in finding and placing files: the recorded build ids go to
     the finder; returns the architecture name (the ARCH feature when present)."""
-    finder.build_ids.update({fn: bid for _pid, bid, fn in f.build_ids})
+    finder.add_build_ids(f.build_ids)
     return f.arch.decode("ascii", "replace") if f.arch else arch_name
 
 

@@ -339,8 +339,8 @@ class Session:
 
     def mmap(self, e, find_elf) -> None:
         """What a time-ordered MMAP / MMAP2, KSYMBOL or jitdump code event (jitdump.py) maps.
-        find_elf(pid, path, build_id) -> (local path, ElfImage), each None when there is
-        none, looks the file up."""
+        find_elf(pid, path, build_id, inode) -> (local path, ElfImage), each None when there
+        is none, looks the file up."""
         kind = type(e)
         if kind is ev.KsymbolEvent:
             # kernel code named by a KSYMBOL record: a map of its own, or gone (as perf does)
@@ -354,7 +354,7 @@ class Session:
                                                   e.lines, e.code_index))
             return
         path = e.filename
-        local, image = find_elf(e.pid, path, e.build_id)
+        local, image = find_elf(e.pid, path, e.build_id, e.ino)
         bias = None
         if image is not None:
             bias = image.load_bias(e.addr, e.pgoff, e.prot)

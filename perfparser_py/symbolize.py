@@ -94,8 +94,9 @@ def process_symbols(proc: Process) -> ProcessSymbols:
 class Symbolizer:
     def __init__(self, emitter: Emitter, kernel_symbols, perf_map_path: str | None) -> None:
         self.emit = emitter
-        # (path, base_vaddr, ip - base) -> location id (session.Mapping)
-        self._shared: dict[tuple[bytes, int | None, int], int] = {}
+        # (path, local path, base_vaddr, ip - base) -> location id (session.Mapping): the
+        # local path tells apart the files processes with views of their own map at one path
+        self._shared: dict[tuple[bytes, str | None, int | None, int], int] = {}
         self._kernel_symbol = kernel_symbols.lookup  # a kernel.symbols.KernelSymbols's
         self._perf_map_path = perf_map_path
         self._dwarf: dict[ElfImage, object] = {}  # image -> DwarfInfo | None
@@ -134,7 +135,7 @@ class Symbolizer:
             if proc.before_exec is not None:
                 mapping = proc.before_exec.find(ip)
         if mapping is not None:
-            key = (mapping.path, mapping.base_vaddr, ip - mapping.base)
+            key = (mapping.path, mapping.local, mapping.base_vaddr, ip - mapping.base)
             lid = self._shared.get(key)
             if lid is None:
                 lid = self._shared[key] = self._resolve(proc, mapping, ip, is_kernel)

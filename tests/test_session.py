@@ -183,7 +183,7 @@ def test_an_mmap_is_placed_by_the_found_images_segment_and_based_at_its_first_pi
     image = _Image()
     asked = []
 
-    def find_elf(pid, path, build_id):
+    def find_elf(pid, path, build_id, ino):
         asked.append((pid, path))
         return (b"/local" + path).decode(), image if path == b"/lib/a.so" else None
 
@@ -205,7 +205,7 @@ def test_a_ksymbol_maps_kernel_code_and_its_unregistering_unmaps_it():
     from perfparser_py.perfdata import events as ev
     from perfparser_py.session import KERNEL_PID
 
-    def find_elf(pid, path, build_id):
+    def find_elf(pid, path, build_id, ino):
         raise AssertionError("a KSYMBOL names no file")
 
     session = Session()

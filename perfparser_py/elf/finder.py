@@ -123,6 +123,12 @@ class _DirIndex:
         return index
 
 
+def _view(proc: str) -> tuple[int, ...]:
+    """The mount namespace and root directory of a /proc/PID (their device and inode)."""
+    ns, root = os.stat(proc + "/ns/mnt"), os.stat(proc + "/root")
+    return ns.st_dev, ns.st_ino, root.st_dev, root.st_ino
+
+
 class ElfFinder:
     """Maps recorded paths to local ELF images (§9.1) with debug files attached (§9.2)."""
 
@@ -143,10 +149,12 @@ class ElfFinder:
         self._indexes = {d: _DirIndex(d) for d in ([app] if app else []) + self.extra}
         reset_inflate_budget()  # one budget of decompressed debug data per run
         self._found: dict[bytes, tuple[str, ElfImage | None]] = {}
-        # recorded paths no file found has the recorded build id of: whether one differs
-        # (else none is there), and the (path, pid) whose root was looked at (find)
-        self._unmatched: dict[bytes, bool] = {}
-        self._roots_seen: set[tuple[bytes, int]] = set()
+        # the other build ids of names the build-id table lists more than once (add_build_ids)
+        self._more_ids: dict[bytes, set[bytes]] = {}
+        # processes with a view of their own (find): pid -> its _view or None, and what a
+        # path is in each such view
+        self._views: dict[int, tuple[int, ...] | None] = {}
+        self._in_views: dict[tuple[bytes, tuple[int, ...]], tuple[str, ElfImage | None]] = {}
         self._vdsos: dict[tuple[bytes | None, tuple[bool, int] | None],
                           tuple[str | None, ElfImage | None]] = {}
         self._images: dict[tuple[int, int, int, int], ElfImage | None] = {}
@@ -173,40 +181,79 @@ class ElfFinder:
 
     # ------------------------------------------------------------ main file
 
-    def find(self, recorded_path: bytes, pid: int | None = None) -> tuple[str, ElfImage | None]:
+    def add_build_ids(self, listed) -> None:
+        """The FEATURES build-id table's (pid, build id, file name) rows. A name listed with
+        several ids (a container's library at a path this machine's has too: perf tells
+        files apart by device and inode) keeps its last in `build_ids`, which picks the file
+        here, and all in `_more_ids`: in a process's own root, a file with any of them is
+        the one it mapped."""
+        for _pid, bid, name in listed:
+            old = self.build_ids.get(name)
+            if old and old != bid:
+                self._more_ids.setdefault(name, {old}).add(bid)
+            self.build_ids[name] = bid
+
+    def _ids(self, recorded_path: bytes) -> set[bytes]:
+        """The recorded build ids of a path."""
+        first = self.build_ids.get(recorded_path)
+        return self._more_ids.get(recorded_path, set()) | ({first} if first else set())
+
+    def find(self, recorded_path: bytes, pid: int | None = None, ino: int = 0
+             ) -> tuple[str, ElfImage | None]:
         """(path that is or would be used, image or None) for a recorded mmap path, mapped by
-        process `pid` (None: unknown). When no file found here has the recorded build id,
-        the one the process sees, while it still runs, is taken if it has that id: a
-        container's files are at their paths in its own mount namespace, which perf reads
-        them from (its nsinfo), and the kernel shows it as /proc/PID/root."""
+        process `pid` from inode `ino` (None, 0: unknown). A process with a view of its own
+        (a container's mount namespace, a chroot) that still runs maps its files as it sees
+        them, as perf reads them (its nsinfo): /proc/PID/root/PATH, taken when it is the
+        mapped inode or has a recorded build id."""
+        view = self._view_of(pid)
+        if view is not None:
+            key = (recorded_path, view)
+            hit = self._in_views.get(key)
+            if hit is None:
+                hit = self._in_views[key] = (self._in_view(recorded_path, pid, ino)
+                                             or self._find_here(recorded_path))
+            return hit
+        return self._find_here(recorded_path)
+
+    def _find_here(self, recorded_path: bytes) -> tuple[str, ElfImage | None]:
         hit = self._found.get(recorded_path)
         if hit is None:
             hit = self._found[recorded_path] = self._find(recorded_path)
-        differs = self._unmatched.get(recorded_path)
-        if differs is not None:
-            seen = self._in_process(recorded_path, pid)
-            if seen is not None:
-                hit = self._found[recorded_path] = seen
-                del self._unmatched[recorded_path]
-            elif differs:
-                warn_once(hit[0], "build id differs from the recorded one "
-                                  f"({self.build_ids[recorded_path].hex()}); ignored")
         return hit
 
-    def _in_process(self, recorded_path: bytes, pid: int | None
-                    ) -> tuple[str, ElfImage] | None:
-        """The file at `recorded_path` in process `pid`'s root when it has the recorded build
-        id (a recording of this machine: no sysroot), each (path, pid) looked at once."""
+    def _view_of(self, pid: int | None) -> tuple[int, ...] | None:
+        """What running process `pid` sees as its files, its mount namespace and root
+        directory, when that is not what this process sees; None for the same, a process
+        gone or not ours to look into, or a run with a sysroot (another machine's
+        recording). A pid of another boot or machine may name another process: a file is
+        taken from its view only when it is the mapped inode or has a recorded build id."""
         if pid is None or pid <= 0 or self.sysroot not in ("", "/"):
             return None
-        key = (recorded_path, pid)
-        if key in self._roots_seen:
-            return None
-        self._roots_seen.add(key)
+        view = self._views.get(pid, False)
+        if view is False:
+            try:
+                view = _view(f"/proc/{pid}")
+                if view == _view("/proc/self"):
+                    view = None
+            except OSError:
+                view = None
+            self._views[pid] = view
+        return view
+
+    def _in_view(self, recorded_path: bytes, pid: int, ino: int) -> tuple[str, ElfImage] | None:
+        """The file at `recorded_path` as process `pid` sees it, if it is the mapped inode or
+        has a recorded build id (perf's table lists one file of a name: this machine's, when
+        both had samples)."""
         cand = f"/proc/{pid}/root{os.fsdecode(recorded_path)}"
         image = self._load(cand)
-        if image is None or not build_id_matches(self.build_ids[recorded_path], image.build_id):
+        if image is None:
             return None
+        if not any(build_id_matches(b, image.build_id) for b in self._ids(recorded_path)):
+            try:
+                if not ino or os.stat(cand).st_ino != ino:
+                    return None
+            except OSError:
+                return None
         return self._result(cand, os.fsdecode(recorded_path))
 
     def _find(self, recorded_path: bytes) -> tuple[str, ElfImage | None]:
@@ -231,8 +278,9 @@ class ElfFinder:
             fetched_image = self._load(fetched)
             if fetched_image is not None and build_id_matches(build_id, fetched_image.build_id):
                 return self._result(fetched, path)
-        # none has the recorded build id: find() looks in the mapping process's root
-        self._unmatched[recorded_path] = image is not None
+        if image is None:
+            return self._result(cand, path)
+        warn_once(cand, f"build id differs from the recorded one ({build_id.hex()}); ignored")
         return (cand, None)
 
     def find_vdso(self, build_id: bytes | None, kind: tuple[bool, int] | None = None

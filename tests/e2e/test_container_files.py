@@ -26,49 +26,67 @@ int main(void) { for (;;) work_NAME(); }
 
 
 @pytest.fixture
-def container(tmp_path: Path):
-    """(the program's path, pid of the process running it in a mount namespace of its own,
-    where the path holds another build) and the recording of that process; the process is
-    killed at the end."""
+def programs(tmp_path: Path):
+    """(the program's path, the process running it in a mount namespace of its own where
+    the path holds another build, the one running it here); both are killed at the end."""
     host = build_c(tmp_path, "host", PROGRAM.replace("NAME", "host"), "-O1", "-g")
     inside = build_c(tmp_path, "inside", PROGRAM.replace("NAME", "container"), "-O1", "-g")
     (tmp_path / "bin").mkdir()
     prog = tmp_path / "bin" / "prog"
     prog.write_bytes(host.read_bytes())
     prog.chmod(0o755)
-    proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
-                             f'mount --bind "{inside}" "{prog}" && exec "{prog}"'])
+    procs = [subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                               f'mount --bind "{inside}" "{prog}" && exec "{prog}"']),
+             subprocess.Popen([str(prog)])]
     try:
         deadline = time.monotonic() + 10
-        while os.readlink(f"/proc/{proc.pid}/exe") != str(prog):  # until the exec
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.01)
-        data = tmp_path / "perf.data"
-        subprocess.run(["perf", "record", "-q", "-N", "-g", "-p", str(proc.pid), "-o",
-                        str(data), "--", "sleep", "0.3"], check=True, timeout=60,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        yield prog, proc, data
+        for proc in procs:
+            while os.readlink(f"/proc/{proc.pid}/exe") != str(prog):  # until the exec
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.01)
+        yield prog, *procs
     finally:
-        proc.kill()
-        proc.wait()
+        for proc in procs:
+            proc.kill()
+            proc.wait()
 
 
-def _names(data: Path) -> tuple[set[str | None], str]:
-    """The names of the program's leaf frames, and the parser's stderr."""
+def _record(data: Path, *procs) -> Path:
+    subprocess.run(["perf", "record", "-q", "-N", "-g", "-p",
+                    ",".join(str(p.pid) for p in procs), "-o", str(data), "--", "sleep", "0.3"],
+                   check=True, timeout=60, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return data
+
+
+def _names(data: Path) -> tuple[dict[int, set[str | None]], str]:
+    """The names of the program's leaf frames per process, and the parser's stderr."""
     res = run_parser(["--input", str(data), "--no-cache"])
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     samples, _ = decode(res.stdout)
-    return ({s.frames[0].sym for s in samples if s.frames and s.frames[0].dso == "prog"},
-            res.stderr.decode())
+    names: dict[int, set[str | None]] = {}
+    for s in samples:
+        if s.frames and s.frames[0].dso == "prog":
+            names.setdefault(s.pid, set()).add(s.frames[0].sym)
+    return names, res.stderr.decode()
 
 
-def test_a_containers_file_is_the_one_it_sees(container) -> None:
-    prog, proc, data = container
+def test_a_containers_file_is_the_one_it_sees(programs, tmp_path: Path) -> None:
+    prog, inside, _here = programs
+    data = _record(tmp_path / "inside.data", inside)
     names, _err = _names(data)
-    assert names == {"work_container"}
-    proc.kill()
-    proc.wait()
+    assert names == {inside.pid: {"work_container"}}
+    inside.kill()
+    inside.wait()
     # gone with the process: the file here has another build id, so no name, and a warning
     names, err = _names(data)
-    assert names == {None}
+    assert names == {inside.pid: {None}}
     assert f"{prog}: build id differs from the recorded one" in err
+
+
+def test_one_path_two_files(programs, tmp_path: Path) -> None:
+    """The path maps a file here and another in the container: perf lists both build ids
+    under one name. Each process gets its own file, or none; never the other's."""
+    _prog, inside, here = programs
+    names, _err = _names(_record(tmp_path / "both.data", inside, here))
+    assert names[inside.pid] == {"work_container"}
+    assert names[here.pid] <= {"work_host", None}

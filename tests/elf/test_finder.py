@@ -242,3 +242,17 @@ def test_kernel_module_from_sysroot(built: dict[str, Path], tmp_path: Path) -> N
     path, image = finder.find_kernel_module(b"/lib/modules/6.1/kernel/x.ko")
     assert path == str(module) and image is not None
     assert finder.find_kernel_module(b"/lib/modules/6.1/kernel/notelf.ko")[1] is None
+
+
+def test_a_name_listed_with_two_build_ids_keeps_both() -> None:
+    """perf's build-id table may list one path twice (a container's file and this machine's
+    at the same path): the last picks the file here, as before, and a process's own view
+    takes a file with either."""
+    finder = ElfFinder("", [], "/", [], {})
+    a, b = bytes(range(20)), bytes(range(1, 21))
+    finder.add_build_ids([(-1, a, b"/usr/lib/libx.so"), (-1, b, b"/usr/lib/libx.so"),
+                          (-1, a, b"/usr/lib/liby.so")])
+    assert finder.build_ids == {b"/usr/lib/libx.so": b, b"/usr/lib/liby.so": a}
+    assert finder._ids(b"/usr/lib/libx.so") == {a, b}
+    assert finder._ids(b"/usr/lib/liby.so") == {a}
+    assert finder._ids(b"/usr/lib/libz.so") == set()
