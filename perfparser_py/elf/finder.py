@@ -124,8 +124,11 @@ class _DirIndex:
 
 
 def _view(proc: str) -> tuple[int, ...]:
-    """The mount namespace and root directory of a /proc/PID (their device and inode)."""
-    ns, root = os.stat(proc + "/ns/mnt"), os.stat(proc + "/root")
+    """The mount namespace and root directory of a /proc/PID (their device and inode).
+    Through probes, which keep no /proc path for the replay cache: a stream made with a
+    process's files is right for good (they have its recorded build id or inode), and a
+    process gone does not come back."""
+    ns, root = probes.stat(proc + "/ns/mnt"), probes.stat(proc + "/root")
     return ns.st_dev, ns.st_ino, root.st_dev, root.st_ino
 
 
@@ -250,7 +253,7 @@ class ElfFinder:
             return None
         if not any(build_id_matches(b, image.build_id) for b in self._ids(recorded_path)):
             try:
-                if not ino or os.stat(cand).st_ino != ino:
+                if not ino or probes.stat(cand).st_ino != ino:
                     return None
             except OSError:
                 return None
