@@ -247,17 +247,18 @@ class ElfFinder:
         """The file at `recorded_path` as process `pid` sees it, if it is the mapped inode or
         has a recorded build id (perf's table lists one file of a name: this machine's, when
         both had samples)."""
-        cand = f"/proc/{pid}/root{os.fsdecode(recorded_path)}"
+        path = os.fsdecode(recorded_path)
+        cand = f"/proc/{pid}/root{path}"
         image = self._load(cand)
-        if image is None:
-            return None
+        if image is None or image is self._load(normalize_path(self.sysroot + path)):
+            return None  # the file here (a service's private /tmp, a read-only view of /usr)
         if not any(build_id_matches(b, image.build_id) for b in self._ids(recorded_path)):
             try:
                 if not ino or probes.stat(cand).st_ino != ino:
                     return None
             except OSError:
                 return None
-        return self._result(cand, os.fsdecode(recorded_path))
+        return self._result(cand, path)
 
     def _find(self, recorded_path: bytes) -> tuple[str, ElfImage | None]:
         path = os.fsdecode(recorded_path)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from perfparser_py import protocol as P
 from tests.corpus.expect import decode, run_parser
 from tests.e2e.programs import build_c
 
@@ -90,3 +91,29 @@ def test_one_path_two_files(programs, tmp_path: Path) -> None:
     names, _err = _names(_record(tmp_path / "both.data", inside, here))
     assert names[inside.pid] == {"work_container"}
     assert names[here.pid] <= {"work_host", None}
+
+
+def test_a_view_of_the_same_files_changes_nothing(tmp_path: Path) -> None:
+    """systemd runs many services in mount namespaces of their own (PrivateTmp,
+    ProtectSystem) that show this machine's files: their frames are those of any process,
+    the file here, not a copy of it under /proc/PID/root."""
+    prog = build_c(tmp_path, "prog", PROGRAM.replace("NAME", "same"), "-O1", "-g")
+    proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", str(prog)])
+    try:
+        deadline = time.monotonic() + 10
+        while os.readlink(f"/proc/{proc.pid}/exe") != str(prog):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.01)
+        assert os.readlink(f"/proc/{proc.pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+        data = _record(tmp_path / "same.data", proc)
+        res = run_parser(["--input", str(data), "--no-cache"])
+    finally:
+        proc.kill()
+        proc.wait()
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    samples, stream = decode(res.stdout)
+    assert {s.frames[0].sym for s in samples if s.frames and s.frames[0].dso == "prog"} == {
+        "work_same"}
+    strings = {m.id: m.string for m in stream.messages if isinstance(m, P.String)}
+    actual = {strings.get(m.actual_path) for m in stream.messages if isinstance(m, P.Symbol)}
+    assert not [a for a in actual if a and a.startswith(b"/proc/")]
