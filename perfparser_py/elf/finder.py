@@ -157,6 +157,7 @@ class ElfFinder:
         # processes with a view of their own (find): pid -> its _view or None, and what a
         # path is in each such view
         self._views: dict[int, tuple[int, ...] | None] = {}
+        self._own_view: tuple[int, ...] | None = None
         self._in_views: dict[tuple[bytes, tuple[int, ...]], tuple[str, ElfImage | None]] = {}
         self._vdsos: dict[tuple[bytes | None, tuple[bool, int] | None],
                           tuple[str | None, ElfImage | None]] = {}
@@ -236,7 +237,9 @@ class ElfFinder:
         if view is False:
             try:
                 view = _view(f"/proc/{pid}")
-                if view == _view("/proc/self"):
+                if self._own_view is None:
+                    self._own_view = _view("/proc/self")
+                if view == self._own_view:
                     view = None
             except OSError:
                 view = None
