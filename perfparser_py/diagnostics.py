@@ -126,8 +126,8 @@ def incomplete_dwarf_lines(incomplete: list[tuple[str, list[bytes], str | None]]
             first = os.fsdecode(dwos[0]) + (", ..." if len(dwos) > 1 else "")
             lines.append(f"{name} ({path}): no inline frames in {len(dwos)} of its units: their "
                          f"split DWARF files were not found ({first}); put them beside it or in "
-                         f"the directory it was built in, or package them as {name}.dwp (dwp, "
-                         "llvm-dwp)")
+                         "the directory it was built in, pass a directory that has them with "
+                         f"--debug, or package them as {name}.dwp (dwp, llvm-dwp)")
         if supplementary:
             lines.append(f"{name} ({path}): no inline frames: the supplementary DWARF file its "
                          f"debug info refers to was not found ({supplementary}); install the "

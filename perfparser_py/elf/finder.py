@@ -371,6 +371,7 @@ class ElfFinder:
             listed = self.prefetch and os.fsencode(recorded) in self.build_ids
             image.supplement_search = lambda holder, ref: self.find_supplement(holder, ref,
                                                                               recorded)
+            image.split_dirs = tuple(d for d in self._absolute_debug_dirs() if d != "/")
             if listed or self.debuginfod is not None:
                 # a download reports its progress in the stream: it stays where it was
                 self._attach_debug(image, recorded)

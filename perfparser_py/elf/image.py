@@ -95,6 +95,9 @@ class ElfImage(FallbackNames):
         # the DWARF of this file as the supplementary file of others (a DwarfInfo), shared
         # by the files that refer to it
         self.supplement_dwarf = None
+        # the finder's search directories (--debug, --app, --extra, the sysroot), where split
+        # DWARF files are looked for after the places the file's DWARF names (dwarf/split.py)
+        self.split_dirs: tuple[str, ...] = ()
         self.build_id: bytes | None = None
         self.debuglink: tuple[str, int] | None = None
         self.segments: list[tuple[int, int, int, int]] = []

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from perfparser_py.elf.dwarf import DwarfInfo
+from perfparser_py.elf.finder import ElfFinder
 from perfparser_py.elf.image import ElfImage
 from tests.cxx_programs import INLINED
 
@@ -147,7 +148,6 @@ def test_an_answer_without_its_split_unit_is_not_kept_in_the_cache(tmp_path: Pat
     back the next run has the inlined scopes, and the one after that answers from the record."""
     from perfparser_py.cache import PersistentCache
     from perfparser_py.elf.dwarf import RecordedDwarf
-    from perfparser_py.elf.finder import ElfFinder
 
     split = _build(tmp_path, "g++", "5", True)
     start, size = _symbol(split, "_Z5outeri")
@@ -216,6 +216,51 @@ def test_dwo_files_are_found_in_the_compilation_directory(tmp_path: Path) -> Non
     shutil.copy(build / "p", elsewhere)
     assert not list(elsewhere.parent.glob("*.dwo"))
     assert _inlined_in(elsewhere, "_Z5outeri") > 20
+
+
+def _reproducible_build(tmp: Path) -> Path:
+    """A program built as reproducible builds build (the compilation directory recorded as
+    `.`), its .dwo files in a subdirectory of the build: DW_AT_dwo_name `obj/main.dwo`."""
+    build = tmp / "build"
+    (build / "obj").mkdir(parents=True)
+    (build / "main.cpp").write_text(INLINED)
+    subprocess.run(["g++", "-O2", "-g", "-gsplit-dwarf", f"-fdebug-prefix-map={build}=.", "-c",
+                    "-o", "obj/main.o", "main.cpp"], cwd=build, check=True, capture_output=True)
+    subprocess.run(["g++", "-o", "p", "obj/main.o"], cwd=build, check=True, capture_output=True)
+    assert (build / "obj" / "main.dwo").is_file()
+    return build / "p"
+
+
+def test_dwo_files_of_a_reproducible_build_are_found_from_the_program(tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    """Compilation directory `.`: the .dwo name is relative to the build, where the program
+    is; found from the program's directory whatever the working directory (elfutils)."""
+    program = _reproducible_build(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert _inlined_in(program, "_Z5outeri") > 20
+
+
+@pytest.mark.parametrize("layout", ["tree", "flat"])
+def test_dwo_files_are_found_in_the_search_directories(tmp_path: Path, layout: str,
+                                                       monkeypatch) -> None:
+    """The program installed away from its build and the .dwo files copied elsewhere, as a
+    build tree (`D/obj/main.dwo`) or all in one directory (`D/main.dwo`): found through
+    `--debug D`, as GDB finds them in its debug-file-directory; not without it."""
+    program = _reproducible_build(tmp_path)
+    installed = tmp_path / "installed" / "p"
+    installed.parent.mkdir()
+    shutil.copy(program, installed)
+    copies = tmp_path / "dwo"
+    target = copies / "obj" if layout == "tree" else copies
+    target.mkdir(parents=True)
+    shutil.move(str(program.parent / "obj" / "main.dwo"), target / "main.dwo")
+    monkeypatch.chdir(tmp_path)
+    assert _inlined_in(installed, "_Z5outeri") == 0
+    finder = ElfFinder("", [], "/", [str(copies)], {})
+    _local, image = finder.find(str(installed).encode())
+    start, size = _symbol(installed, "_Z5outeri")
+    info = DwarfInfo.for_image(image)
+    assert sum(1 for a in range(start, start + size) if (info.scopes_at(a) or (0, []))[1]) > 20
 
 
 def test_many_dwo_files_fit_under_a_low_open_file_limit(tmp_path: Path) -> None:

@@ -139,7 +139,7 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         if ref is not None:
             search = image.supplement_search or _local_supplement
             sup = (ref[0], lambda: search(holder, ref))
-        return DwarfInfo(secs, image.little_endian, SplitFiles(paths), sup)
+        return DwarfInfo(secs, image.little_endian, SplitFiles(paths, image.split_dirs), sup)
 
     # ------------------------------------------------------------------ public
 

@@ -53,15 +53,22 @@ class SplitFiles:
     """The .dwo files and .dwp packages of one image's skeleton units, each opened once,
     when a skeleton unit's address is first asked for."""
 
-    def __init__(self, paths: list[str]) -> None:
-        """`paths`: the files holding the skeleton units (the program, its debug file)."""
+    def __init__(self, paths: list[str], dirs: tuple[str, ...] = ()) -> None:
+        """`paths`: the files holding the skeleton units (the program, its debug file);
+        `dirs`: the run's search directories (ElfImage.split_dirs)."""
         self._paths = paths
+        self._dirs = dirs
         self._files: dict[str, ElfImage | None] = {}
         self._packages: list[tuple[ElfImage, dict]] | None = None
 
     def candidates(self, name: bytes, comp_dir: bytes | None, dwo_id: int | None):
         """Section sets ({DwarfInfo's name: contents}) that may hold the split unit named
-        `name` of id `dwo_id`, in elfutils' order; DwarfInfo picks the unit by its id."""
+        `name` of id `dwo_id`; DwarfInfo picks the unit by its id. In elfutils' order: the
+        name beside each file, then in the compilation directory (a relative one from
+        the file's directory too, as elfutils does, and from the working directory, as GDB
+        and LLVM do: reproducible builds record `.`); then, as GDB searches its
+        debug-file-directory, in each search directory: the name, the compilation
+        directory below it (a copy of the build tree, a sysroot), the name's last part."""
         if dwo_id is not None:
             for image, index in self._package_indexes():
                 columns = index.get(dwo_id)
@@ -69,10 +76,16 @@ class SplitFiles:
                 if found is not None:
                     yield found
         local = os.fsdecode(name)
-        bases = [os.path.dirname(p) for p in self._paths]
-        if comp_dir:
-            bases.append(os.fsdecode(comp_dir))
-        for path in dict.fromkeys(os.path.join(base, local) for base in bases):
+        built = os.fsdecode(comp_dir) if comp_dir else ""
+        tried = [os.path.join(os.path.dirname(p), local) for p in self._paths]
+        if built:
+            if not os.path.isabs(built):
+                tried += [os.path.join(os.path.dirname(p), built, local) for p in self._paths]
+            tried.append(os.path.join(built, local))
+        for d in self._dirs:
+            tried += [os.path.join(d, local), os.path.join(d, built.lstrip("/"), local),
+                      os.path.join(d, os.path.basename(local))]
+        for path in dict.fromkeys(tried):
             image = self._open(path)
             if image is not None:
                 yield _dwo_sections(image)
