@@ -193,6 +193,7 @@ class _Image:
     path = "/nonexistent/synthetic"  # no .dwo or .dwp beside it
     debug = None
     supplement_search = None
+    split_dirs = ()
 
     def holder_of(self, name: str) -> _Image:
         return self
