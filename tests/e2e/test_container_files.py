@@ -19,6 +19,8 @@ from perfparser_py import protocol as P
 from tests.corpus.expect import decode, run_parser
 from tests.e2e.programs import build_c
 
+# the functions a sample of the container's build may be in
+INSIDE = {"work_container", "main"}
 PROGRAM = r"""
 static volatile long sink;
 __attribute__((noinline)) void work_NAME(void) { for (long i = 0; i < 100000; i++) sink += i; }
@@ -75,7 +77,8 @@ def test_a_containers_file_is_the_one_it_sees(programs, tmp_path: Path) -> None:
     prog, inside, _here = programs
     data = _record(tmp_path / "inside.data", inside)
     names, _err = _names(data)
-    assert names == {inside.pid: {"work_container"}}
+    assert list(names) == [inside.pid]
+    assert "work_container" in names[inside.pid] <= INSIDE  # a sample may be in main's loop
     inside.kill()
     inside.wait()
     # gone with the process: the file here has another build id, so no name, and a warning
@@ -89,8 +92,8 @@ def test_one_path_two_files(programs, tmp_path: Path) -> None:
     under one name. Each process gets its own file, or none; never the other's."""
     _prog, inside, here = programs
     names, _err = _names(_record(tmp_path / "both.data", inside, here))
-    assert names[inside.pid] == {"work_container"}
-    assert names[here.pid] <= {"work_host", None}
+    assert "work_container" in names[inside.pid] <= INSIDE
+    assert names[here.pid] <= {"work_host", "main", None}
 
 
 def test_a_view_of_the_same_files_changes_nothing(tmp_path: Path) -> None:
@@ -112,8 +115,8 @@ def test_a_view_of_the_same_files_changes_nothing(tmp_path: Path) -> None:
         proc.wait()
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     samples, stream = decode(res.stdout)
-    assert {s.frames[0].sym for s in samples if s.frames and s.frames[0].dso == "prog"} == {
-        "work_same"}
+    names = {s.frames[0].sym for s in samples if s.frames and s.frames[0].dso == "prog"}
+    assert "work_same" in names <= {"work_same", "main"}
     strings = {m.id: m.string for m in stream.messages if isinstance(m, P.String)}
     actual = {strings.get(m.actual_path) for m in stream.messages if isinstance(m, P.Symbol)}
     assert not [a for a in actual if a and a.startswith(b"/proc/")]
