@@ -57,8 +57,8 @@ class EventQueue:
     """Buffers (kind, time, size, event) and hands them to a sink in time order.
 
     The sink has `mmap(event, late)`, `task(event)`, `sample(event)`,
-    `time_order_violation(event_time, max_time)` and `end()` after the last event; with sink None the queue only counts
-    (`--print-stats`)."""
+    `time_order_violation(event_time, max_time)` and `end()` after the last event; with
+    sink None the queue only counts (`--print-stats`)."""
 
     def __init__(self, sink, buffer_size: int, max_buffer_size: int) -> None:
         self.sink = sink
