@@ -372,6 +372,9 @@ class ElfFinder:
             image.supplement_search = lambda holder, ref: self.find_supplement(holder, ref,
                                                                               recorded)
             image.split_dirs = tuple(d for d in self._absolute_debug_dirs() if d != "/")
+            if recorded[:1] != "[":  # [vdso]: no file
+                here = normalize_path(self.sysroot + recorded)
+                image.recorded_at = here if here != cand else None
             if listed or self.debuginfod is not None:
                 # a download reports its progress in the stream: it stays where it was
                 self._attach_debug(image, recorded)

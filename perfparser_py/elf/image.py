@@ -98,6 +98,10 @@ class ElfImage(FallbackNames):
         # the finder's search directories (--debug, --app, --extra, the sysroot), where split
         # DWARF files are looked for after the places the file's DWARF names (dwarf/split.py)
         self.split_dirs: tuple[str, ...] = ()
+        # where the recording's path is on this machine, when this image is a copy read from
+        # elsewhere (perf's build-id cache, --app): a .dwp or .dwo beside the program stays
+        # there, not beside the copy (dwarf/split.py); None when it is this file
+        self.recorded_at: str | None = None
         self.build_id: bytes | None = None
         self.debuglink: tuple[str, int] | None = None
         self.segments: list[tuple[int, int, int, int]] = []

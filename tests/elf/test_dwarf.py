@@ -194,6 +194,7 @@ class _Image:
     debug = None
     supplement_search = None
     split_dirs = ()
+    recorded_at = None
 
     def holder_of(self, name: str) -> _Image:
         return self

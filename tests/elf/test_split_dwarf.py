@@ -263,6 +263,30 @@ def test_dwo_files_are_found_in_the_search_directories(tmp_path: Path, layout: s
     assert sum(1 for a in range(start, start + size) if (info.scopes_at(a) or (0, []))[1]) > 20
 
 
+def test_the_dwp_beside_the_recorded_program_serves_its_build_id_cache_copy(
+        tmp_path: Path) -> None:
+    """perf's build-id cache (`~/.debug/PATH/<id>/elf`) copies the program, not its .dwp
+    (rustc's `-C split-debuginfo=packed` leaves only the package): the copy is read, the
+    package beside the recorded program gives its inlined scopes."""
+    program = _build(tmp_path, "g++", "5", True)
+    dwos = sorted(program.parent.glob("*.dwo"))
+    subprocess.run(["llvm-dwp", "-o", "p.dwp", *dwos], cwd=program.parent, check=True,
+                   capture_output=True)
+    for dwo in dwos:
+        dwo.unlink()
+    build_id = ElfImage.open(str(program)).build_id
+    copy = tmp_path / "cache" / str(program).lstrip("/") / build_id.hex() / "elf"
+    copy.parent.mkdir(parents=True)
+    shutil.copy(program, copy)
+    finder = ElfFinder("", [], "/", [str(tmp_path / "cache")], {bytes(program): build_id})
+    local, image = finder.find(bytes(program))
+    assert local == str(copy)
+    assert _inlined_in(program, "_Z5outeri") > 20
+    start, size = _symbol(program, "_Z5outeri")
+    info = DwarfInfo.for_image(image)
+    assert sum(1 for a in range(start, start + size) if (info.scopes_at(a) or (0, []))[1]) > 20
+
+
 def test_many_dwo_files_fit_under_a_low_open_file_limit(tmp_path: Path) -> None:
     """Each mapped .dwo keeps a descriptor: the soft limit is raised to the hard one when
     the first is opened, so that a program of thousands of units does not run out."""

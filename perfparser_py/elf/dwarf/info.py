@@ -133,6 +133,8 @@ class DwarfInfo(Units, Dies, Ranges, Lines, Scopes):
         paths = [image.path]
         if image.debug is not None:
             paths.append(image.debug.path)
+        if image.recorded_at is not None:
+            paths.append(image.recorded_at)
         holder = image.holder_of(".debug_info")
         ref = supplement.reference(holder)
         sup = None

@@ -5,7 +5,9 @@ preceded them, whose package index is version 2).
 A skeleton unit in the program keeps the addresses (its ranges, line table and .debug_addr);
 the subprograms and inlined subroutines are in the split unit of the same unit id. Files are
 looked for where elfutils looks: the package `<file>.dwp` beside the file holding the
-skeletons, then the .dwo name beside that file, then in the unit's compilation directory."""
+skeletons, then the .dwo name beside that file, then in the unit's compilation directory;
+where that file is a copy (perf's build-id cache keeps no .dwp), beside the recorded program
+too."""
 
 from __future__ import annotations
 
@@ -54,7 +56,8 @@ class SplitFiles:
     when a skeleton unit's address is first asked for."""
 
     def __init__(self, paths: list[str], dirs: tuple[str, ...] = ()) -> None:
-        """`paths`: the files holding the skeleton units (the program, its debug file);
+        """`paths`: the files holding the skeleton units (the program, its debug file), and
+        the recorded program's path here when the program read is a copy (recorded_at);
         `dirs`: the run's search directories (ElfImage.split_dirs)."""
         self._paths = paths
         self._dirs = dirs
