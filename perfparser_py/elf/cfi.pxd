@@ -21,7 +21,7 @@ cdef class _Cie:
 cdef class _Frames:
     cdef public object vaddr, data, is_eh, addr_size, mask, starts
     cdef const unsigned char[:] buf
-    cdef public bint little
+    cdef public bint little, aarch64
     cdef public dict cies, fdes, rows
     cdef public list ends, offsets
 

@@ -12,10 +12,15 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 
+from .constants import EM_AARCH64
 from .leb128 import sleb, uint_at, uleb
 
 # Register rule kinds: Row.regs maps DWARF register -> (kind, argument).
 UNDEF, SAME, OFFSET, VAL_OFFSET, REGISTER, EXPR, VAL_EXPR = range(7)
+# AArch64's RA_SIGN_STATE pseudo-register (AADWARF64 §4.1): present in Row.regs as (SIGNED, 0)
+# where the return address is signed (pointer authentication, pac-ret), absent where not
+RA_SIGN_STATE = 34
+SIGNED = 7
 # CFA rule kinds: Row.cfa is (CFA_REG, register, offset) or (CFA_EXPR, expression bytes, 0).
 CFA_REG, CFA_EXPR = 0, 1
 
@@ -68,8 +73,9 @@ class _Frames:
     """One .eh_frame or .debug_frame section."""
 
     def __init__(self, vaddr: int, data: memoryview, is_eh: bool, little: bool,
-                 addr_size: int) -> None:
+                 addr_size: int, aarch64: bool = False) -> None:
         self.vaddr = vaddr
+        self.aarch64 = aarch64  # opcodes 0x2c and 0x2d are AArch64's (AADWARF64 §4.4)
         self.data = data
         self.buf = data  # a C array when compiled
         self.is_eh = is_eh
@@ -340,11 +346,12 @@ class Cfi:
         """Index the unwind tables of `image`; None if it has none."""
         little = image.little_endian
         asize = 8 if image.is_64 else 4
+        aarch64 = image.e_machine == EM_AARCH64
         eh = hdr = debug = None
         try:
             sec = image.section(".eh_frame")
             if sec is not None and len(sec[1]):
-                eh = _Frames(sec[0], sec[1], True, little, asize)
+                eh = _Frames(sec[0], sec[1], True, little, asize, aarch64)
                 sec = image.section(".eh_frame_hdr")
                 if sec is not None:
                     try:
@@ -355,7 +362,7 @@ class Cfi:
             if sec is None and getattr(image, "debug", None) is not None:
                 sec = image.debug.section(".debug_frame")
             if sec is not None and len(sec[1]):
-                debug = _Frames(sec[0], sec[1], False, little, asize)
+                debug = _Frames(sec[0], sec[1], False, little, asize, aarch64)
         except (CfiError, IndexError, struct.error, ValueError):
             return None
         if eh is None and debug is None:
@@ -563,8 +570,11 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
             pos += n
         elif op == 0x2E:  # GNU_args_size: no effect on the rules
             _, pos = uleb(data, pos)
-        elif op == 0x2D:  # GNU_window_save / AArch64 negate_ra_state: no rule change
-            pass
+        elif op == 0x2D or (op == 0x2C and frames.aarch64):
+            # AArch64's negate_ra_state (and negate_ra_state_with_pc, FEAT_PAuthLR): the
+            # return address's signing flips; elsewhere 0x2d is SPARC's window_save
+            if frames.aarch64 and regs.pop(RA_SIGN_STATE, None) is None:
+                regs[RA_SIGN_STATE] = (SIGNED, 0)
         else:
             raise CfiError(f"unknown CFA op {op:#x}")
     else:

@@ -46,6 +46,8 @@ cdef class _Walker(Memory):
     @cython.locals(i=int, r=int, addr="unsigned long long", off="long long",
                    ra="unsigned long long", mask="unsigned long long", lo="unsigned long long")
     cdef bint _offsets_step(self, Step st, unsigned long long cfa)
+    @cython.locals(size="unsigned long long", addr="unsigned long long", module_at=ModuleAt)
+    cdef unsigned long long _unsigned(self, unsigned long long ra)
     @cython.locals(n=Py_ssize_t, i=Py_ssize_t)
     cdef bint _seen(self, unsigned long long pc, bint has, unsigned long long cfa)
     @cython.locals(r=int)

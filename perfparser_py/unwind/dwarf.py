@@ -37,6 +37,9 @@ _MAX_WALKERS = 64
 _SEEN_C = 64
 # Frames the output array holds at first; a deeper walk doubles it.
 _OUT_C = 128
+# The virtual address sizes Linux gives an aarch64 process (VA_BITS, set when the kernel is
+# built and boots), widest first: a signed return address has its code above that size.
+_VA_MASKS = tuple([(1 << bits) - 1 for bits in (52, 48, 47, 42, 39, 36)])
 
 
 def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: memoryview,
@@ -240,6 +243,8 @@ class _Walker(Memory):
             self.regs[r] = v
             self.valid[r] = 1
         ra = self.regs[st.saved[st.ra_i]]
+        if st.ra_signed:
+            ra = self._unsigned(ra)
         # the Thumb bit is not part of the address
         self.regs[self.ip] = ra & ~1 if self.thumb else ra
         self.valid[self.ip] = 1
@@ -272,9 +277,27 @@ class _Walker(Memory):
             self.regs[r] = self.tv[i]
             self.valid[r] = self.tok[i]
         ra = self.tv[st.ra_i]
+        if st.ra_signed:
+            ra = self._unsigned(ra)
         self.regs[self.ip] = ra & ~1 if self.thumb else ra
         self.valid[self.ip] = 1
         return True
+
+    def _unsigned(self, ra: int) -> int:
+        """A signed return address (aarch64 pointer authentication, `-mbranch-protection`)
+        without its code, which fills the bits above the process's virtual address size: as
+        perf records no mask, the widest size (_VA_MASKS) that leaves an address in a module (a
+        wider one leaves code bits, where no module is); `ra` itself when it is in one (a CPU
+        without pointer authentication runs the signing instructions as no-ops) or no size
+        finds one."""
+        module_at = self.module_at
+        if module_at.module(ra) is not None:
+            return ra
+        for size in _VA_MASKS:
+            addr = ra & size
+            if addr != ra and module_at.module(addr) is not None:
+                return addr
+        return ra
 
     def _seen(self, pc: int, has: bool, cfa: int) -> bool:
         """Whether the walk was at (pc, CFA) before (a loop); remembers it if not."""
@@ -371,6 +394,8 @@ class _Walker(Memory):
         ra = new.get(ra_reg)
         if ra is None:
             return None
+        if st.ra_signed:
+            ra = self._unsigned(ra)
         if self.thumb:
             ra &= ~1  # Thumb bit is not part of the address
         new[self.ip] = ra

@@ -10,7 +10,7 @@ cdef object _MAX_OFFSET
 
 cdef class Step:
     cdef public object cfa_reg, cfa_arg, rules, ra
-    cdef public bint signal, end, ra_in_register, block
+    cdef public bint signal, end, ra_in_register, ra_signed, block
     cdef public int c_reg, nsaved, ra_i
     cdef public long long c_off, first, span
     cdef tuple saved, args

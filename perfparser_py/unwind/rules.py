@@ -9,7 +9,7 @@ register saved at an offset from it - gets the C form the walk evaluates in C ar
 
 from __future__ import annotations
 
-from ..elf.cfi import CFA_REG, EXPR, OFFSET, REGISTER, UNDEF, VAL_EXPR
+from ..elf.cfi import CFA_REG, EXPR, OFFSET, REGISTER, SIGNED, UNDEF, VAL_EXPR
 
 # DWARF registers the walk holds in C arrays: every architecture's sample registers and
 # aarch64's zero ones are below it. A rule for a higher one takes the dict path.
@@ -48,10 +48,12 @@ class Step:
     address undefined, no rule before it reads memory) once the CFA is computable.
     `ra_in_register`: the return address comes from a register (DW_CFA_register), not from
     the stack: the one x86 frame whose CFA may equal its SP, as no call pushed a return
-    address below it (glibc's vfork pops it into %rdi around the syscall)."""
+    address below it (glibc's vfork pops it into %rdi around the syscall). `ra_signed`: the
+    return address carries a pointer authentication code (AArch64's RA_SIGN_STATE, which is
+    no register rule)."""
 
     __slots__ = ("cfa_reg", "cfa_arg", "rules", "ra", "signal", "end", "ra_in_register",
-                 "block", "c_reg", "c_off", "nsaved", "ra_i", "first", "span", "saved", "args")
+                 "ra_signed", "block", "c_reg", "c_off", "nsaved", "ra_i", "first", "span", "saved", "args")
 
 
 def compile_step(row, word: int) -> Step:
@@ -67,8 +69,11 @@ def compile_step(row, word: int) -> Step:
     # one pass over the rules, in row order: every row asked for is compiled (cc1plus: 6 k)
     rules = []
     saves = []  # (offset, register) of the offset rules the C path can hold
-    st.end = reads = False
+    st.end = reads = st.ra_signed = False
     for reg, (kind, arg) in row.regs.items():
+        if kind == SIGNED:
+            st.ra_signed = True
+            continue
         rules.append((reg, kind, arg))
         if kind == OFFSET and 0 <= reg < NREG and -_MAX_OFFSET < arg < _MAX_OFFSET:
             saves.append((arg, reg))

@@ -16,13 +16,16 @@ from perfparser_py.elf.cfi import (
     CFA_REG,
     EXPR,
     OFFSET,
+    RA_SIGN_STATE,
     REGISTER,
     SAME,
+    SIGNED,
     UNDEF,
     VAL_EXPR,
     VAL_OFFSET,
     Cfi,
 )
+from perfparser_py.elf.constants import EM_AARCH64, EM_X86_64
 from perfparser_py.elf.image import ElfImage
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
@@ -103,9 +106,11 @@ def test_uncovered_addresses_have_no_row() -> None:
 class _FakeImage:
     """Minimal ElfImage stand-in carrying hand-made sections."""
 
-    def __init__(self, sections: dict[str, tuple[int, bytes]], is_64: bool = True) -> None:
+    def __init__(self, sections: dict[str, tuple[int, bytes]], is_64: bool = True,
+                 e_machine: int = EM_X86_64) -> None:
         self._s = sections
         self.is_64 = is_64
+        self.e_machine = e_machine
         self.little_endian = True
         self.debug = None
 
@@ -141,6 +146,41 @@ def test_debug_frame_v4_with_state_stack_and_args_size() -> None:
     assert cfi.row(0x100C).cfa == (CFA_REG, 31, 16)
     assert cfi.row(0x103F).regs == {30: (OFFSET, -8)}
     assert cfi.row(0x1040) is None
+
+
+# A pac-ret function's FDE (GCC -mbranch-protection=standard): paciasp, a frame, an early
+# return's epilogue (autiasp) between remember_state and restore_state, then the rest.
+_PAC_FDE = bytes([0x44, 0x2D,                       # paciasp: the return address signed
+                  0x44, 0x0E, 16, 0x80 | 29, 4, 0x80 | 30, 2,  # cfa+16; x29, x30 saved
+                  0x44, 0x0A,                       # remember
+                  0x44, 0x2D,                       # autiasp: no longer signed
+                  0x44, 0x0B])                      # restore_state: signed again
+
+
+@pytest.mark.parametrize("opcode", [0x2D, 0x2C])
+def test_aarch64_rows_say_where_the_return_address_is_signed(opcode: int) -> None:
+    """DW_CFA_AARCH64_negate_ra_state (0x2d) and its FEAT_PAuthLR form (0x2c) flip the
+    RA_SIGN_STATE pseudo-register, which remember_state and restore_state keep as they keep
+    the register rules."""
+    data = _debug_frame(8, 30, bytes([0x0C, 31, 0]), _PAC_FDE.replace(b"\x2d", bytes([opcode])),
+                        0x1000, 0x40)
+    cfi = Cfi.for_image(_FakeImage({".debug_frame": (0, data)}, e_machine=EM_AARCH64))
+    signed = {pc: RA_SIGN_STATE in cfi.row(pc).regs for pc in range(0x1000, 0x1040, 4)}
+    assert signed == {0x1000: False, 0x1004: True, 0x1008: True, 0x100C: True, 0x1010: False,
+                      **{pc: True for pc in range(0x1014, 0x1040, 4)}}
+    assert cfi.row(0x1008).regs == {29: (OFFSET, -16), 30: (OFFSET, -8),
+                                    RA_SIGN_STATE: (SIGNED, 0)}
+
+
+def test_opcode_0x2d_is_aarch64s_only() -> None:
+    """On another machine 0x2d (SPARC's window_save) changes no rule, and 0x2c is no
+    operation at all."""
+    data = _debug_frame(8, 30, bytes([0x0C, 31, 0]), _PAC_FDE, 0x1000, 0x40)
+    cfi = Cfi.for_image(_FakeImage({".debug_frame": (0, data)}))
+    assert cfi.row(0x1008).regs == {29: (OFFSET, -16), 30: (OFFSET, -8)}
+    data = _debug_frame(8, 30, bytes([0x0C, 31, 0]), _PAC_FDE.replace(b"\x2d", b"\x2c"),
+                        0x1000, 0x40)
+    assert Cfi.for_image(_FakeImage({".debug_frame": (0, data)})).row(0x1008) is None
 
 
 # An FDE whose rows remember and restore state, and restore a CIE rule, on both sides of

@@ -4,6 +4,7 @@ x86 (32-bit), arm and aarch64, guessed frames, limits and hostile input."""
 from __future__ import annotations
 
 import struct
+import subprocess
 from array import array
 from pathlib import Path
 
@@ -14,7 +15,9 @@ from perfparser_py.elf.cfi import (
     CFA_REG,
     EXPR,
     OFFSET,
+    RA_SIGN_STATE,
     REGISTER,
+    SIGNED,
     UNDEF,
     VAL_OFFSET,
     Cfi,
@@ -170,6 +173,98 @@ def test_aarch64_leaf_uses_lr_then_saved_frame() -> None:
                              History(), -1)
     assert frames == [0x1004, 0x200F, 0x301F]
     assert guessed == 3
+
+
+def _pac(addr: int, va_bits: int) -> int:
+    """`addr` with a pointer authentication code: bits va_bits to 54 and 56 to 63."""
+    return addr | (0x5A5A5A5A5A5A5A5A & ~((1 << va_bits) - 1) & ~(1 << 55))
+
+
+@pytest.mark.parametrize("va_bits", [48, 39])
+@pytest.mark.parametrize("block", [True, False], ids=["in-copy", "dict-path"])
+def test_aarch64_signed_return_addresses_lose_their_code(va_bits: int, block: bool) -> None:
+    """pac-ret (-mbranch-protection=standard): rows whose RA_SIGN_STATE is set give return
+    addresses whose bits above the virtual address size are a code, whatever that size
+    (48 bits on most distributions, 39 on many embedded kernels); a row that does not say
+    so keeps the address as it is, and the walk ends at it."""
+    signed = {RA_SIGN_STATE: (SIGNED, 0)}
+    extra = {} if block else {19: (VAL_OFFSET, 0)}  # a value rule: no C block step
+    rows = [
+        Row((CFA_REG, 31, 16), {29: (OFFSET, -16), 30: (OFFSET, -8), **signed, **extra}, 30,
+            False, 0x1000, 0x1100),
+        Row((CFA_REG, 31, 16), {29: (OFFSET, -16), 30: (OFFSET, -8), **signed}, 30, False,
+            0x2000, 0x2100),
+        Row((CFA_REG, 31, 16), {29: (OFFSET, -16), 30: (OFFSET, -8)}, 30, False,
+            0x3000, 0x3100),
+    ]
+    sp = 0x7000_0000
+    regs = [0] * 33
+    regs[29], regs[30], regs[31], regs[32] = sp, 0, sp, 0x1004
+    stack = _words("Q", sp + 16, _pac(0x2010, va_bits), sp + 32, _pac(0x3020, va_bits),
+                   0, _pac(0x4030, va_bits))
+    frames, _ = unwind("aarch64", 2, tuple(regs), (1 << 33) - 1, stack, _space(rows),
+                       History(), -1)
+    # the third row is not signed: its return address stays as read, in no module
+    assert frames[:4] == [0x1004, 0x200F, 0x301F, _pac(0x4030, va_bits) - 1]
+
+
+def test_aarch64_a_signed_row_without_a_code_keeps_its_address() -> None:
+    """A CPU without pointer authentication runs paciasp as a no-op: the signed row's
+    return address has no code, and is the caller's as it is."""
+    rows = [Row((CFA_REG, 31, 16), {29: (OFFSET, -16), 30: (OFFSET, -8),
+                                    RA_SIGN_STATE: (SIGNED, 0)}, 30, False, 0x1000, 0x1100),
+            Row((CFA_REG, 31, 0), {30: (UNDEF, 0)}, 30, False, 0x2000, 0x2100)]
+    sp = 0x7000_0000
+    regs = [0] * 33
+    regs[29], regs[31], regs[32] = sp, sp, 0x1004
+    frames, _ = unwind("aarch64", 2, tuple(regs), (1 << 33) - 1, _words("Q", 0, 0x2010),
+                       _space(rows), History(), -1)
+    assert frames == [0x1004, 0x200F]
+
+
+PAC_PROGRAM = """
+int leaf(int x) { return x ^ 5; }
+int f(int x) { return leaf(x) * 3 + 1; }
+int top(int x) { return f(x) + f(x + 1); }
+"""
+
+
+def test_aarch64_pac_ret_code_from_clang_unwinds(tmp_path: Path) -> None:
+    """clang's -mbranch-protection=standard output: the CFI of a function that signs its
+    return address (paciasp, .cfi_negate_ra_state) gives its caller with the code taken
+    off, frame after frame."""
+    (tmp_path / "pac.c").write_text(PAC_PROGRAM)
+    subprocess.run(["clang", "--target=aarch64-linux-gnu", "-O2", "-fno-inline",
+                    "-fvisibility=hidden", "-mbranch-protection=standard",
+                    "-fasynchronous-unwind-tables", "-c", "pac.c"], cwd=tmp_path, check=True)
+    subprocess.run(["ld.lld", "-shared", "pac.o", "-o", "libpac.so"], cwd=tmp_path, check=True)
+    image = ElfImage.open(str(tmp_path / "libpac.so"))
+    cfi = Cfi.for_image(image)
+    nm = subprocess.run(["nm", str(tmp_path / "libpac.so")], capture_output=True, text=True,
+                        check=True).stdout
+    addr = {line.split()[2]: int(line.split()[0], 16) for line in nm.splitlines()
+            if line.split()[-1] in ("leaf", "f", "top")}
+    assert RA_SIGN_STATE not in cfi.row(addr["f"]).regs  # paciasp not run yet
+    assert RA_SIGN_STATE in cfi.row(addr["f"] + 8).regs
+    text_lo, text = image.section(".text")
+
+    def after_first_call(function: int) -> int:
+        at = function
+        while struct.unpack_from("<I", text, at - text_lo)[0] >> 26 != 0b100101:  # BL
+            at += 4
+        return at + 4
+
+    into_f, into_top = after_first_call(addr["f"]), after_first_call(addr["top"])
+    lo, hi = image.span()
+    space = _Modules(lambda a: (image, 0, cfi) if lo <= a < hi else None)
+    sp = 0x7000_0000
+    regs = [0] * 33
+    # in leaf (no frame, returns to f through x30); f's frame at sp: top's x29 and the
+    # signed return address into top; top's frame above: the outermost
+    regs[29], regs[30], regs[31], regs[32] = sp, into_f, sp, addr["leaf"] + 4
+    stack = _words("Q", sp + 16, _pac(into_top, 48), 0, 0)
+    frames, _ = unwind("aarch64", 2, tuple(regs), (1 << 33) - 1, stack, space, History(), -1)
+    assert frames == [addr["leaf"] + 4, into_f - 1, into_top - 1]
 
 
 def test_arm_clears_thumb_bit_and_uses_lr() -> None:
