@@ -19,6 +19,7 @@ EM_ARM = 40
 EM_X86_64 = 62
 EM_AARCH64 = 183
 R_X86_64_IRELATIVE = 37
+R_AARCH64_IRELATIVE = 1032
 
 MACHINES = {
     2: "sparc", 3: "i386", 8: "mips", 18: "sparc", 20: "ppc", 21: "ppc64", 22: "s390",

@@ -4,13 +4,16 @@ the GOT slot its jump reads or by its index, else `<.section+hex>`."""
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
 
 from ..demangle import demangle
 from .constants import (
     DT_NULL,
     DT_PLTGOT,
     EM_386,
+    EM_AARCH64,
     EM_X86_64,
+    R_AARCH64_IRELATIVE,
     R_X86_64_IRELATIVE,
     SHT_DYNSYM,
     SHT_NOBITS,
@@ -20,6 +23,13 @@ from .constants import (
 
 # the x86 sections of PLT entries (x86-64, x32, i386), each a jump through a GOT slot
 _X86_PLTS = frozenset({".plt", ".iplt", ".plt.sec", ".plt.got"})
+# the relocation filling a GOT slot from an IFUNC resolver's answer, per machine
+_IRELATIVE = {EM_X86_64: R_X86_64_IRELATIVE, EM_AARCH64: R_AARCH64_IRELATIVE}
+# aarch64 instructions of a PLT entry: `bti c`, and the masks and values of `adrp x16, page`
+# and `ldr x17, [x16, #off]` (64-bit, unsigned offset)
+_BTI_C = 0xD503245F
+_ADRP_X16 = (0x9F00001F, 0x90000010)
+_LDR_X17_X16 = (0xFFC003FF, 0xF9400211)
 
 
 class FallbackNames:
@@ -36,6 +46,8 @@ class FallbackNames:
             # GNU ld gives i386's .plt an entry size of 4, not its entries'
             size = sec.entsize if sec.entsize >= 8 else self._x86_plt_entry_size(sec)
             name = self._jump_slot_name(vaddr - (vaddr - sec.addr) % size, size)
+        elif self.e_machine == EM_AARCH64 and sec.name in (".plt", ".iplt") and self.is_64:
+            name = self._aarch64_plt_name(vaddr, sec)
         if name is None and sec.entsize > 0 and sec.name == ".plt":  # (IBT: no jump to a slot)
             slot = (vaddr - sec.addr) // sec.entsize
             if slot > 0:
@@ -82,6 +94,38 @@ class FallbackNames:
         slot_addr = entry + at + 6 + struct.unpack_from("<i", code, at + 2)[0]
         return self._plt_name_at(slot_addr)
 
+    def _aarch64_plt_name(self, vaddr: int, sec) -> str | None:
+        """`name@plt` for an aarch64 PLT entry by the GOT slot it loads, `adrp x16, page;
+        ldr x17, [x16, #off]`, as objdump labels it and perf names it. Entries are 16 bytes,
+        24 or more with `bti c` before them or pointer authentication (`-z force-bti`, `-z
+        pac-plt`), and both linkers give `.plt` no entry size: an entry is found by its load,
+        from its `bti c` if it has one up to the next entry. The header (32 bytes) loads the
+        resolver's reserved slot: no name."""
+        entries = self._plt_entries.get(sec.name)
+        if entries is None:
+            entries = self._plt_entries[sec.name] = self._aarch64_plt_entries(sec)
+        starts, slots = entries
+        i = bisect_right(starts, vaddr) - 1
+        return None if i < 0 else self._plt_name_at(slots[i])
+
+    def _aarch64_plt_entries(self, sec) -> tuple[list[int], list[int]]:
+        """(entry starts, the GOT slot each loads) of an aarch64 PLT section."""
+        code = self.read(sec.addr, sec.size) or b""
+        insns = struct.unpack(self._e + f"{len(code) // 4}I", code[:len(code) & ~3])
+        starts: list[int] = []
+        slots: list[int] = []
+        for i in range(len(insns) - 1):
+            adrp, ldr = insns[i], insns[i + 1]
+            if adrp & _ADRP_X16[0] != _ADRP_X16[1] or ldr & _LDR_X17_X16[0] != _LDR_X17_X16[1]:
+                continue
+            pc = sec.addr + 4 * i
+            page = ((adrp >> 5) & 0x7FFFF) << 2 | (adrp >> 29) & 3
+            page -= (page & 1 << 20) << 1  # a signed 21-bit count of 4 KiB pages
+            starts.append(pc - 4 if i and insns[i - 1] == _BTI_C else pc)
+            slots.append(((pc & ~0xFFF) + (page << 12) + ((ldr >> 10) & 0xFFF) * 8)
+                         & 0xFFFFFFFFFFFFFFFF)
+        return starts, slots
+
     def _plt_table(self) -> tuple[int, dict[int, str | tuple[int, int] | int], bytes]:
         """_build_plt's, built on first use."""
         if self._plt is None:
@@ -113,7 +157,7 @@ class FallbackNames:
 
     def _build_plt(self) -> tuple[int, dict[int, str | tuple[int, int] | int], bytes]:
         """(address of the GOT section holding DT_PLTGOT or 0, GOT slot address -> `name@plt`,
-        the (start, end) of its mangled name in the dynamic string table, or (x86-64) the
+        the (start, end) of its mangled name in the dynamic string table, or (x86-64, aarch64) the
         IFUNC resolver address an IRELATIVE relocation fills it from; that string table).
         IRELATIVE slots are what a static executable's PLT jumps through (its relocations
         are linked to no symbol table) and libc's own calls of its IFUNCs (`memcpy`)."""
@@ -140,7 +184,8 @@ class FallbackNames:
                 continue
             linked = (syms and 0 < s.link < len(self._sections)
                       and self._sections[s.link].type == SHT_DYNSYM)
-            ifuncs = s.type == SHT_RELA and self.e_machine == EM_X86_64
+            irelative = _IRELATIVE.get(self.e_machine) if s.type == SHT_RELA else None
+            ifuncs = irelative is not None
             if not (linked or ifuncs):
                 continue
             if self.is_64:
@@ -153,7 +198,7 @@ class FallbackNames:
                 r_offset, r_info = rel[0], rel[1]
                 if r_offset in out:
                     continue
-                if ifuncs and r_info & type_mask == R_X86_64_IRELATIVE:
+                if ifuncs and r_info & type_mask == irelative:
                     out[r_offset] = rel[2]
                     continue
                 symi = r_info >> 32 if self.is_64 else r_info >> 8

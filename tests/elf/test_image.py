@@ -397,6 +397,69 @@ def test_i386_plt_entries_are_name_at_plt(tmp_path, flags):
         assert image.fallback_name(addr) == image.fallback_name(addr + 5) == name
 
 
+AARCH64_CALLS = "extern int ext1(int), ext2(int), ext3(int);\n" \
+                "int f(int x) { return ext1(x) + ext2(x) * ext3(x); }\n"
+AARCH64_LINKERS = {"lld": ["ld.lld"], "lld-bti": ["ld.lld", "-z", "force-bti"],
+                   "gnu": ["aarch64-linux-gnu-ld"],
+                   "gnu-pac": ["aarch64-linux-gnu-ld", "-z", "pac-plt"],
+                   "gnu-bti-pac": ["aarch64-linux-gnu-ld", "-z", "force-bti", "-z", "pac-plt"]}
+
+
+def _aarch64_object(tmp: Path, name: str, source: str) -> Path:
+    (tmp / f"{name}.c").write_text(source)
+    subprocess.run(["clang", "--target=aarch64-linux-gnu", "-O2", "-fPIC", "-c",
+                    f"{name}.c"], cwd=tmp, check=True)
+    return tmp / f"{name}.o"
+
+
+@pytest.mark.parametrize("output", ["shared", "pie"])
+@pytest.mark.parametrize("linker", list(AARCH64_LINKERS))
+def test_aarch64_plt_entries_are_name_at_plt(tmp_path: Path, linker: str, output: str) -> None:
+    """aarch64 PLT entries load their GOT slot (`adrp x16; ldr x17, [x16, #off]`), 16 bytes
+    or 24 with `bti c` or pointer authentication, and neither linker gives `.plt` an entry
+    size: each entry is `name@plt` by its slot's relocation, as llvm-objdump labels it (GNU
+    objdump assumes 16-byte entries), and the header none."""
+    calls = _aarch64_object(tmp_path, "calls", AARCH64_CALLS)
+    link = [*AARCH64_LINKERS[linker], "-o"]
+    if output == "shared":
+        out = tmp_path / "libcalls.so"
+        subprocess.run([*link, str(out), "-shared", str(calls)], check=True,
+                       capture_output=True)
+    else:  # an executable's entries are its functions' addresses: `bti c` comes first
+        ext = _aarch64_object(tmp_path, "ext", "int ext1(int x) { return x; }\n"
+                              "int ext2(int x) { return x; }\nint ext3(int x) { return x; }\n")
+        lib = tmp_path / "libext.so"
+        subprocess.run([*link, str(lib), "-shared", str(ext)], check=True, capture_output=True)
+        out = tmp_path / "calls"
+        subprocess.run([*link, str(out), "-pie", "-e", "f", str(calls), str(lib)], check=True,
+                       capture_output=True)
+    dump = subprocess.run(["llvm-objdump", "-d", "--section=.plt", str(out)],
+                          capture_output=True, text=True, check=True).stdout
+    labels = {int(a, 16): n for a, n in re.findall(r"^([0-9a-f]+) <(\S+@plt)>:$", dump, re.M)}
+    assert sorted(labels.values()) == ["ext1@plt", "ext2@plt", "ext3@plt"]
+    image = ElfImage.open(str(out))
+    for addr, name in labels.items():
+        assert image.fallback_name(addr) == image.fallback_name(addr + 12) == name
+    plt = image.section(".plt")[0]
+    assert image.fallback_name(plt) == f"<.plt+{plt:x}>"
+
+
+def test_aarch64_static_ifunc_slot_is_named_by_its_resolver(tmp_path: Path) -> None:
+    """A static aarch64 executable's PLT jumps through an IRELATIVE slot: named after the
+    IFUNC resolver's symbol, as on x86-64."""
+    obj = _aarch64_object(tmp_path, "ifn", "static int twice(int x) { return 2 * x; }\n"
+                          "static int (*pick(void))(int) { return twice; }\n"
+                          "int scaled(int) __attribute__((ifunc(\"pick\")));\n"
+                          "int f(int x) { return scaled(x) + 1; }\n")
+    exe = tmp_path / "ifn"
+    subprocess.run(["aarch64-linux-gnu-ld", "-static", "-e", "f", "-o", str(exe), str(obj)],
+                   check=True)
+    image = ElfImage.open(str(exe))
+    plt = image.section(".plt")[0]
+    assert image.fallback_name(plt) == image.fallback_name(plt + 12)
+    assert image.fallback_name(plt) in ("pick@plt", "scaled@plt")  # the resolver's names
+
+
 IFUNC_SOURCE = r"""
 #include <stdio.h>
 #include <string.h>
