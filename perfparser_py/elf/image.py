@@ -36,7 +36,14 @@ from .constants import (
 )
 from .notes import gnu_build_id
 from .plt import FallbackNames
-from .symtab import SymbolTable, enclosing_sized, name_at, sorted_table, table_rows
+from .symtab import (
+    MAPPING_SYMBOLS,
+    SymbolTable,
+    enclosing_sized,
+    name_at,
+    sorted_table,
+    table_rows,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -465,10 +472,20 @@ class ElfImage(FallbackNames):
         i = bisect.bisect_left(values, vaddr)
         if i < len(values) and values[i] == vaddr:
             # Section symbols (no name) share their address with the first function of the
-            # section; an exact hit takes the first named entry there.
+            # section, and labels (clang's `.LBB0_1` on RISC-V) with a function: an exact
+            # hit takes the first named entry there with a size, else the first named one,
+            # as perf prefers a sized symbol
             n = len(values)
-            while not strings[name_offs[i]] and i + 1 < n and values[i + 1] == vaddr:
+            first = -1
+            while i < n and values[i] == vaddr:
+                if strings[name_offs[i]]:
+                    if sizes[i]:
+                        first = i
+                        break
+                    if first < 0:
+                        first = i
                 i += 1
+            i = first if first >= 0 else i - 1
         elif i == 0:
             return None
         else:
@@ -559,6 +576,8 @@ class ElfImage(FallbackNames):
         return syms
 
     def _build_symbols(self) -> SymbolTable:
+        mapping = MAPPING_SYMBOLS.get(self.e_machine)
         return sorted_table([
-            (table_rows(symtab, self.is_64, self._e == ">", self.e_machine == EM_ARM),
+            (table_rows(symtab, self.is_64, self._e == ">", self.e_machine == EM_ARM,
+                        None if mapping is None else (bytes(strtab), mapping)),
              bytes(strtab)) for symtab, strtab in self._symbol_tables()])

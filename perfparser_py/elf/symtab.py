@@ -16,11 +16,19 @@ from __future__ import annotations
 import sys
 from array import array
 
+from .constants import EM_AARCH64, EM_ARM, EM_RISCV
+
 SHN_UNDEF = 0
 STB_GLOBAL = 1
 STB_WEAK = 2
 SHN_LORESERVE = 0xFF00
+STT_NOTYPE = 0
 STT_TLS = 6
+# the machines whose toolchains mark code and data in .symtab with mapping symbols: the
+# letters after their `$`, and whether more than `.N` may follow (RISC-V's `$x` goes on with
+# its ISA string) (ARM and AArch64 ELF ABIs, RISC-V psABI; perf's filter)
+MAPPING_SYMBOLS = {EM_ARM: (b"adtx", False), EM_AARCH64: (b"dx", False),
+                   EM_RISCV: (b"dx", True)}
 
 # (offset, width) of st_name, st_info, st_shndx, st_value, st_size in Elf32_Sym / Elf64_Sym
 _LAYOUT_32 = (16, (0, 4), (12, 1), (14, 2), (4, 4), (8, 4))
@@ -59,12 +67,14 @@ def _and(n: int, a: bytes, b: bytes) -> bytes:
     return (int.from_bytes(a, "little") & int.from_bytes(b, "little")).to_bytes(n, "little")
 
 
-def table_rows(symtab: bytes, is_64: bool, big_endian: bool, thumb: bool
+def table_rows(symtab: bytes, is_64: bool, big_endian: bool, thumb: bool,
+               mapping: tuple[bytes, tuple[bytes, bool]] | None = None
                ) -> tuple[array, array, array, bytes, bytes]:
     """(st_value, st_size, st_name as u64 arrays, st_info, keep) of the table's rows, `keep`
     1 for those that are addresses in the image, 0 for undefined, absolute/common (reserved
     section indexes) and TLS symbols. `thumb` (ARM): bit 0 of a value marks Thumb code, not
-    an address bit."""
+    an address bit. `mapping`: (the string table, its machine's MAPPING_SYMBOLS) to drop
+    the mapping symbols too."""
     entsize, f_name, f_info, f_shndx, f_value, f_size = _LAYOUT_64 if is_64 else _LAYOUT_32
     n = len(symtab) // entsize
     rows = bytes(symtab[:n * entsize])
@@ -80,8 +90,29 @@ def table_rows(symtab: bytes, is_64: bool, big_endian: bool, thumb: bool
     values = _column(rows, n, entsize, *f_value, big_endian)
     if thumb:
         values = array("Q", [v & ~1 for v in values])
-    return (values, _column(rows, n, entsize, *f_size, big_endian),
-            _column(rows, n, entsize, *f_name, big_endian), infos, drop.translate(_ONE_IF_ZERO))
+    names = _column(rows, n, entsize, *f_name, big_endian)
+    if mapping is not None:
+        drop = _mapping_symbols_dropped(drop, infos, names, *mapping)
+    return (values, _column(rows, n, entsize, *f_size, big_endian), names, infos,
+            drop.translate(_ONE_IF_ZERO))
+
+
+def _mapping_symbols_dropped(drop: bytes, infos: bytes, names: array, strtab: bytes,
+                             kind: tuple[bytes, bool]) -> bytes:
+    """`drop` with the mapping symbols set too: untyped `$` + one of the letters of `kind`
+    (MAPPING_SYMBOLS'), then nothing or `.` and anything (or anything, where `kind` says so),
+    which mark where code or data starts, not functions (`$x.0` at a function's first
+    address is no name for it)."""
+    letters, any_suffix = kind
+    out = bytearray(drop)
+    end = len(strtab)
+    for i in range(len(infos)):
+        off = names[i]
+        if (infos[i] & 0xF == STT_NOTYPE and off + 1 < end and strtab[off] == 0x24  # `$`
+                and strtab[off + 1] in letters
+                and (any_suffix or off + 2 >= end or strtab[off + 2] in b"\0.")):
+            out[i] = 1
+    return bytes(out)
 
 
 def sorted_table(tables: list[tuple[tuple[array, array, array, bytes, bytes], bytes]]

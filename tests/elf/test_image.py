@@ -444,6 +444,31 @@ def test_aarch64_plt_entries_are_name_at_plt(tmp_path: Path, linker: str, output
     assert image.fallback_name(plt) == f"<.plt+{plt:x}>"
 
 
+@pytest.mark.parametrize(("target", "linker"), [("aarch64-linux-gnu", "aarch64-linux-gnu-ld"),
+                                                ("armv7a-linux-gnueabihf", "ld.lld"),
+                                                ("riscv64-linux-gnu", "ld.lld")])
+def test_mapping_symbols_name_no_function(tmp_path: Path, target: str, linker: str) -> None:
+    """Arm's and RISC-V's toolchains put untyped mapping symbols (`$x`, `$x.0`, `$d.1`, `$a`,
+    `$t`) at the start of each piece of code and data, at a function's first address too:
+    every address of a function is the function's, never `$x.0`'s."""
+    (tmp_path / "m.c").write_text(
+        "static int a1(int x) { return x * 3; }\nconst char tbl[] = \"table\";\n"
+        "int g(int x) { return a1(x) + tbl[x & 3]; }\n"
+        "int h(int x) { switch (x) { case 0: return g(1); case 1: return g(2);\n"
+        "  case 2: return 5; case 3: return 9; default: return x; } }\n")
+    subprocess.run(["clang", f"--target={target}", "-O1", "-fPIC", "-ffunction-sections",
+                    "-c", "m.c"], cwd=tmp_path, check=True)
+    so = tmp_path / "libm.so"
+    subprocess.run([linker, "-shared", "-o", str(so), str(tmp_path / "m.o")], check=True)
+    functions = [(v & ~1, n, name) for v, n, t, name in nm_symbols(so)
+                 if t in "Tt" and not name.startswith("$")]
+    assert {"g", "h"} <= {name for _v, _n, name in functions}
+    image = ElfImage.open(str(so))
+    for start, size, name in functions:
+        for addr in range(start, start + size, 2):
+            assert image.symbol_at(addr)[0] == name
+
+
 def test_aarch64_static_ifunc_slot_is_named_by_its_resolver(tmp_path: Path) -> None:
     """A static aarch64 executable's PLT jumps through an IRELATIVE slot: named after the
     IFUNC resolver's symbol, as on x86-64."""

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import struct
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfparser_py.elf.symtab import name_at, sorted_table, table_rows
+from perfparser_py.elf.constants import EM_AARCH64, EM_ARM, EM_RISCV
+from perfparser_py.elf.symtab import MAPPING_SYMBOLS, name_at, sorted_table, table_rows
 
 SHNDX = st.sampled_from([0, 1, 2, 0xFF00, 0xFFF1, 0xFFF2, 0x1234])
 INFO = st.integers(0, 255)  # includes STT_TLS (6) in the low nibble
@@ -68,6 +70,32 @@ def test_matches_row_by_row_reading(tables, is_64: bool, big: bool, thumb: bool)
     assert got == reference(tables, thumb)
     # an empty name is a NUL at the offset: what symbol_at tests before reading a name
     assert all((strings[n] == 0) == (name_at(strings, n) == b"") for n in names)
+
+
+MAPPING_STRTAB = b"\0$x\0$d.12\0$a\0$t.x\0$xrv64i2p1\0$q\0$\0f\0$x\0"
+# (name offset, info): untyped `$x`, `$d.12`, `$a`, `$t.x`, `$xrv64i2p1`, `$q`, `$`, a FUNC
+# `f`, and a `$x` that is an OBJECT
+MAPPING_ROWS = [(1, 0), (4, 0), (10, 0), (13, 0), (18, 0), (29, 0), (32, 0), (34, 0x12),
+                (36, 1)]
+
+
+@pytest.mark.parametrize(("machine", "kept"), [
+    (None, ["$x", "$d.12", "$a", "$t.x", "$xrv64i2p1", "$q", "$", "f", "$x"]),
+    (EM_ARM, ["$xrv64i2p1", "$q", "$", "f", "$x"]),
+    (EM_AARCH64, ["$a", "$t.x", "$xrv64i2p1", "$q", "$", "f", "$x"]),
+    (EM_RISCV, ["$a", "$t.x", "$q", "$", "f", "$x"])])
+def test_mapping_symbols_are_no_names(machine, kept: list[str]) -> None:
+    """ARM's, AArch64's and RISC-V's untyped mapping symbols (`$x`, `$d.N`; RISC-V's `$x`
+    with its ISA string) mark code and data, not functions: dropped on those machines, as
+    perf drops them; other `$` names and typed symbols stay."""
+    rows = [(name, info, 0, 1, 0x1000 + 16 * i, 0) for i, (name, info) in
+            enumerate(MAPPING_ROWS)]
+    kind = MAPPING_SYMBOLS.get(machine)
+    decoded = table_rows(pack(rows, True, False), True, False, False,
+                         None if kind is None else (MAPPING_STRTAB, kind))
+    _values, _sizes, names, strings = sorted_table([(decoded, MAPPING_STRTAB)])
+    got = [name_at(strings, n).decode() for n in names]
+    assert got == kept
 
 
 def test_empty_tables() -> None:
