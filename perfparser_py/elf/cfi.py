@@ -335,10 +335,14 @@ class _HdrTable:
 class Cfi:
     """Unwind tables of one ELF image."""
 
-    def __init__(self, eh: _Frames | None, hdr: _HdrTable | None, debug: _Frames | None) -> None:
+    def __init__(self, eh: _Frames | None, hdr: _HdrTable | None, debug: _Frames | None,
+                 plts: tuple = ()) -> None:
         self._eh = eh
         self._hdr = hdr
         self._debug = debug
+        # x86 PLT sections (ElfImage.x86_plt_layouts, with the word size): rows for their
+        # code where no FDE covers it
+        self._plts = plts
         self._rows: dict[int, Row | None] = {}  # per address asked for
 
     @staticmethod
@@ -367,7 +371,9 @@ class Cfi:
             return None
         if eh is None and debug is None:
             return None
-        return Cfi(eh, hdr, debug)
+        layouts = getattr(image, "x86_plt_layouts", None)
+        plts = () if layouts is None else tuple([(*p, asize) for p in layouts()])
+        return Cfi(eh, hdr, debug, plts)
 
     def row(self, vaddr: int) -> Row | None:
         """Rule row valid at `vaddr` (ELF virtual address), None if no FDE covers it."""
@@ -380,6 +386,8 @@ class Cfi:
             row = self._lookup(0, self._eh, vaddr)
         if row is None and self._debug is not None:
             row = self._lookup(1, self._debug, vaddr)
+        if row is None and self._plts:
+            row = _plt_row(self._plts, vaddr)
         self._rows[vaddr] = row
         return row
 
@@ -432,6 +440,25 @@ class Cfi:
             known[1].insert(i, row)
             known[2].insert(i, after)
         return row
+
+
+def _plt_row(plts: tuple, vaddr: int) -> Row | None:
+    """The row of x86 PLT code at `vaddr` that no FDE covers, as GNU ld's CFI for its PLTs
+    has it: the return address on top of the stack at an entry's start, under the index its
+    `push` adds, and under the GOT word the header pushes too."""
+    for lo, hi, size, header, push_end, word in plts:
+        if lo <= vaddr < hi:
+            off = vaddr - lo
+            within = off % size
+            if header and off < size:
+                pushes = 1 if within < 6 else 2  # the entry's index, then the header's word
+            else:
+                pushes = 1 if push_end and within >= push_end else 0
+            sp, ra = (7, 16) if word == 8 else (4, 8)
+            start = vaddr - within
+            return Row((CFA_REG, sp, word * (1 + pushes)), {ra: (OFFSET, -word)}, ra, False,
+                       start, start + size)
+    return None
 
 
 def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,

@@ -56,6 +56,33 @@ class FallbackNames:
             return name
         return f"<{sec.name}+{vaddr:x}>"
 
+    def x86_plt_layouts(self) -> list[tuple[int, int, int, bool, int]]:
+        """What unwinding needs of each x86 PLT section where no CFI describes it (lld emits
+        none for its PLTs; GNU ld does): (start, end, entry size, whether it starts with the
+        lazy header `push GOT+8; jmp *GOT+16`, the offset in an entry from which its `push
+        $index` has run, 0 for entries that push nothing: `.plt.sec`, `.plt.got`, 8-byte
+        ones). The lazy entry is `jmp *slot; push $index; jmp header`, with IBT `endbr64;
+        push $index; bnd jmp header`, in both linkers."""
+        if self.e_machine not in (EM_X86_64, EM_386):
+            return []
+        out = []
+        for sec in self._sections:
+            if sec.name not in _X86_PLTS or not sec.size:
+                continue
+            size = sec.entsize if sec.entsize >= 8 else self._x86_plt_entry_size(sec)
+            code = self.read(sec.addr, min(sec.size, 2 * size)) or b""
+            header = code[:2] in (b"\xff\x35", b"\xff\xb3")  # push GOT+8 / 4(%ebx)
+            entry = code[size:] if header else code
+            push_end = 0
+            if sec.name in (".plt", ".iplt") and size == 16:
+                if entry[:2] in (b"\xff\x25", b"\xff\xa3") and entry[6:7] == b"\x68":
+                    push_end = 11
+                elif entry[:4] in (b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfb") \
+                        and entry[4:5] == b"\x68":
+                    push_end = 9
+            out.append((sec.addr, sec.addr + sec.size, size, header, push_end))
+        return out
+
     def _x86_plt_entry_size(self, sec) -> int:
         """Entry size of an x86 PLT whose header gives none (lld's `.plt` and `.iplt`, GNU
         ld's `.plt` of a static executable, i386's `.plt`): 16, the lazy entry of both

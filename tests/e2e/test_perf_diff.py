@@ -305,6 +305,30 @@ def rec_clang_lld(tmp: Path):
     return _record(tmp / "lld.data", FP, [str(exe), "900"]), ["--app", str(tmp)]
 
 
+PLT_WORKLOAD = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+__attribute__((noinline)) size_t work(const char *s, int n)
+{ size_t t = 0; for (int i = 0; i < n; i++) t += strlen(s + (i & 3)) + (size_t)abs(i - 5);
+  return t; }
+int main(int argc, char **argv)
+{ size_t t = 0; for (int r = 0; r < atoi(argv[1]); r++) t += work(argv[0], 20000 + r);
+  printf("%zu\n", t); return 0; }
+"""
+
+
+def rec_plt_lld(tmp: Path):
+    """Calls through the PLT of an lld-linked program, unwound from DWARF: lld emits no CFI
+    for its PLT, so a sample in a PLT entry is unwound by the PLT's layout (the return
+    address on top of the stack), as GNU ld's CFI for its PLT has it."""
+    src = tmp / "plt.c"
+    src.write_text(PLT_WORKLOAD)
+    exe = tmp / "plt_lld"
+    _run(["clang", "-fuse-ld=lld", "-O2", "-g", "-fno-builtin", "-o", str(exe), str(src)])
+    return _record(tmp / "plt.data", DWARF, [str(exe), "8000"]), ["--app", str(tmp)]
+
+
 def rec_go(tmp: Path):
     src = tmp / "prog.go"
     src.write_text(GO_WORKLOAD)
@@ -511,6 +535,7 @@ RECORDINGS: dict[str, Callable] = {
     "c-dwarf": rec_c_dwarf,
     "rust-v0": rec_rust_v0,
     "clang-lld": rec_clang_lld,
+    "plt-lld": rec_plt_lld,
     "go": rec_go,
     "node": rec_node,
     "system-wide": rec_system_wide,
@@ -531,6 +556,8 @@ WHOLE_STACKS = {"c-dwarf", "vfork", "signals"}
 AGREEING = {"signals", "system-wide"}
 # of those, the ones whose stacks are built to show perf's signal-pc class
 SIGNAL_STACKS = {"signals"}
+# recordings built to have samples in PLT entries (which perf 6.1 names after `_init` or not)
+PLT_STACKS = {"plt-lld"}
 
 
 @pytest.mark.parametrize("name", list(RECORDINGS))
@@ -554,5 +581,7 @@ def test_stacks_match_perf_script(name: str, tmp_path: Path) -> None:
     assert rep.share(rep.agreeing if name in AGREEING else strict) >= THRESHOLD, report
     if name in SIGNAL_STACKS:
         assert rep.perf_signal_pc > 0, report  # the handler's stacks were sampled
+    if name in PLT_STACKS:
+        assert rep.perf_plt_label > 0, report  # samples in PLT entries
     if name in WHOLE_STACKS:
         assert rep.guessed == 0, report

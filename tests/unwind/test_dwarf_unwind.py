@@ -267,6 +267,59 @@ def test_aarch64_pac_ret_code_from_clang_unwinds(tmp_path: Path) -> None:
     assert frames == [addr["leaf"] + 4, into_f - 1, into_top - 1]
 
 
+PLT_PROGRAM = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) { printf("%zu %d\n", strlen(argv[0]), abs(argc - 3)); return 0; }
+"""
+
+
+def _plt_callers(exe: Path) -> dict[tuple[str, int], int | None]:
+    """(PLT section, offset in it) -> the caller a DWARF walk finds from each address of the
+    image's PLT sections, the stack holding distinct words: which one was the return address
+    says where the walk took the CFA."""
+    image = ElfImage.open(str(exe))
+    cfi = Cfi.for_image(image)
+    lo, hi = image.span()
+    space = _Modules(lambda a: (image, 0, cfi) if lo <= a < hi else None)
+    arch, abi, fmt = ("x86_64", 2, "Q") if image.is_64 else ("x86", 1, "I")
+    sp = 0x7000_0000
+    words = _words(fmt, 0x1111, 0x2222, 0x3333, 0)
+    out = {}
+    for name in (".plt", ".plt.sec", ".plt.got"):
+        sec = image.section(name)
+        if sec is None:
+            continue
+        for off in range(len(sec[1])):
+            # the stack pointer and the instruction pointer: perf's sample registers 7 and 8
+            frames, _ = unwind(arch, abi, (sp, sec[0] + off), (1 << 7) | (1 << 8), words,
+                               space, History(), 2)
+            out[(name, off)] = frames[1] if len(frames) > 1 else None
+    return out
+
+
+@pytest.mark.parametrize("flags", [["-Wl,-z,lazy"], ["-Wl,-z,now"],
+                                   ["-fcf-protection", "-Wl,-z,ibtplt"], ["-m32"]],
+                         ids=["lazy", "now", "ibt", "i386"])
+def test_plt_code_without_cfi_unwinds_as_gnu_lds_cfi_says(tmp_path: Path, flags) -> None:
+    """lld emits no CFI for its PLTs; GNU ld does, unless told not to. The same program linked
+    by GNU ld with and without its PLT CFI: every address of every PLT section finds the same
+    caller, from the CFI or from the PLT's layout (the header's and the lazy entries'
+    pushes)."""
+    (tmp_path / "p.c").write_text(PLT_PROGRAM)
+    built = {}
+    for cfi in (True, False):
+        exe = tmp_path / f"p{int(cfi)}"
+        subprocess.run(["gcc", "-O2", "-fno-builtin", *flags,
+                        *([] if cfi else ["-Wl,--no-ld-generated-unwind-info"]),
+                        "-o", str(exe), "p.c"], cwd=tmp_path, check=True)
+        built[cfi] = _plt_callers(exe)
+    assert built[True].keys() == built[False].keys()
+    assert len(set(built[True].values())) >= 2  # the lazy PLT's pushes: more than one depth
+    assert built[True] == built[False]
+
+
 def test_arm_clears_thumb_bit_and_uses_lr() -> None:
     rows = [
         Row((CFA_REG, 13, 8), {14: (OFFSET, -4), 11: (OFFSET, -8)}, 14, False, 0x1000, 0x1100),
