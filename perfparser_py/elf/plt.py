@@ -30,6 +30,8 @@ _IRELATIVE = {EM_X86_64: R_X86_64_IRELATIVE, EM_AARCH64: R_AARCH64_IRELATIVE}
 _BTI_C = 0xD503245F
 _ADRP_X16 = (0x9F00001F, 0x90000010)
 _LDR_X17_X16 = (0xFFC003FF, 0xF9400211)
+# an aarch64 PLT section decoded at most: a real one holds a few thousand entries (~100 KiB)
+_MAX_PLT_BYTES = 1 << 24
 
 
 class FallbackNames:
@@ -137,7 +139,7 @@ class FallbackNames:
 
     def _aarch64_plt_entries(self, sec) -> tuple[list[int], list[int]]:
         """(entry starts, the GOT slot each loads) of an aarch64 PLT section."""
-        code = self.read(sec.addr, sec.size) or b""
+        code = (self.read(sec.addr, sec.size) if sec.size <= _MAX_PLT_BYTES else None) or b""
         insns = struct.unpack(self._e + f"{len(code) // 4}I", code[:len(code) & ~3])
         starts: list[int] = []
         slots: list[int] = []

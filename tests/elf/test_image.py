@@ -12,6 +12,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from perfparser_py.demangle import demangle
+from perfparser_py.elf.cfi import Cfi
 from perfparser_py.elf.image import ElfImage
 
 
@@ -255,9 +256,18 @@ def test_not_elf_and_missing(tmp_path: Path) -> None:
     assert ElfImage.open(str(tmp_path)) is None
 
 
-def test_hostile_elf_never_raises(built: dict[str, Path], tmp_path: Path,
+def _aarch64_library(tmp: Path) -> Path:
+    calls = _aarch64_object(tmp, "calls", AARCH64_CALLS)
+    out = tmp / "libcalls.so"
+    subprocess.run(["ld.lld", "-shared", "-z", "force-bti", "-o", str(out), str(calls)],
+                   check=True, capture_output=True)
+    return out
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_hostile_elf_never_raises(built: dict[str, Path], tmp_path: Path, machine: str,
                                   capsys: pytest.CaptureFixture[str]) -> None:
-    good = built["pie"].read_bytes()
+    good = (built["pie"] if machine == "x86_64" else _aarch64_library(tmp_path)).read_bytes()
     rng = random.Random(7)
     path = tmp_path / "bad"
     variants = [good[:n] for n in (16, 60, 64, 200, 0x1000, len(good) // 2)]
@@ -277,11 +287,15 @@ def test_hostile_elf_never_raises(built: dict[str, Path], tmp_path: Path,
         image = ElfImage.open(str(path))
         if image is None:
             continue
-        for vaddr in (0, 0x1000, 0x1139, 0x4010):
+        plt = image.section(".plt")
+        cfi = Cfi.for_image(image)
+        for vaddr in (0, 0x1000, 0x1139, 0x4010, *([plt[0], plt[0] + 36] if plt else [])):
             image.symbol_at(vaddr)
             image.fallback_name(vaddr)
             image.read(vaddr, 8)
             image.load_bias(0x7F0000000000 + vaddr, vaddr)
+            if cfi is not None:
+                cfi.row(vaddr)
         for name in (".debug_info", ".eh_frame", ".symtab", ".debug_line"):
             image.section(name)
     assert "Traceback" not in capsys.readouterr().err
