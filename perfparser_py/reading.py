@@ -129,7 +129,7 @@ class Spaces:
 
         family = arch_family(name)
         self.arch = family or name
-        self.unwindable = family in ("x86", "aarch64", "arm")
+        self.unwindable = family in ("x86", "aarch64", "arm", "riscv")
 
 
 class Reading:

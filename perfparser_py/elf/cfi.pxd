@@ -50,7 +50,7 @@ cdef class Cfi:
     cdef public _Frames _eh, _debug
     cdef public _HdrTable _hdr
     cdef public dict _rows
-    cdef public tuple _plts
+    cdef public tuple _plts, _plt_regs
 
     cpdef object row(self, object vaddr)
     @cython.locals(c=_Cie, known=tuple, i=Py_ssize_t, stack=list)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 
-from .constants import EM_AARCH64
+from .constants import EM_386, EM_AARCH64, EM_RISCV, EM_X86_64
 from .leb128 import sleb, uint_at, uleb
 
 # Register rule kinds: Row.regs maps DWARF register -> (kind, argument).
@@ -28,6 +28,11 @@ CFA_REG, CFA_EXPR = 0, 1
 # LEB128s aside
 _FIXED_ENCODINGS = {0x02: 2, 0x03: 4, 0x04: 8,  # udata2/4/8
                     0x0A: 2, 0x0B: 4, 0x0C: 8}  # sdata2/4/8
+
+# (e_machine, word size) -> the DWARF numbers of the stack pointer and the return address
+# column, the word size, whether a call pushes the return address: for PLT code without CFI
+_PLT_REGS = {(EM_X86_64, 8): (7, 16, 8, True), (EM_386, 4): (4, 8, 4, True),
+             (EM_AARCH64, 8): (31, 30, 8, False), (EM_RISCV, 8): (2, 1, 8, False)}
 
 # Bounds against hostile input.
 _MAX_STATE_STACK = 64
@@ -336,13 +341,15 @@ class Cfi:
     """Unwind tables of one ELF image."""
 
     def __init__(self, eh: _Frames | None, hdr: _HdrTable | None, debug: _Frames | None,
-                 plts: tuple = ()) -> None:
+                 plts: tuple = (), plt_regs: tuple = ()) -> None:
         self._eh = eh
         self._hdr = hdr
         self._debug = debug
-        # x86 PLT sections (ElfImage.x86_plt_layouts, with the word size): rows for their
-        # code where no FDE covers it
+        # PLT sections (ElfImage.plt_layouts) and the machine's (stack pointer, return
+        # address column, word size, whether a call pushes the return address): rows for
+        # their code where no FDE covers it
         self._plts = plts
+        self._plt_regs = plt_regs
         self._rows: dict[int, Row | None] = {}  # per address asked for
 
     @staticmethod
@@ -371,9 +378,10 @@ class Cfi:
             return None
         if eh is None and debug is None:
             return None
-        layouts = getattr(image, "x86_plt_layouts", None)
-        plts = () if layouts is None else tuple([(*p, asize) for p in layouts()])
-        return Cfi(eh, hdr, debug, plts)
+        layouts = getattr(image, "plt_layouts", None)
+        regs = _PLT_REGS.get((image.e_machine, asize))
+        plts = () if layouts is None or regs is None else tuple(layouts())
+        return Cfi(eh, hdr, debug, plts, regs or ())
 
     def row(self, vaddr: int) -> Row | None:
         """Rule row valid at `vaddr` (ELF virtual address), None if no FDE covers it."""
@@ -387,7 +395,7 @@ class Cfi:
         if row is None and self._debug is not None:
             row = self._lookup(1, self._debug, vaddr)
         if row is None and self._plts:
-            row = _plt_row(self._plts, vaddr)
+            row = _plt_row(self._plts, self._plt_regs, vaddr)
         self._rows[vaddr] = row
         return row
 
@@ -442,22 +450,26 @@ class Cfi:
         return row
 
 
-def _plt_row(plts: tuple, vaddr: int) -> Row | None:
-    """The row of x86 PLT code at `vaddr` that no FDE covers, as GNU ld's CFI for its PLTs
-    has it: the return address on top of the stack at an entry's start, under the index its
-    `push` adds, and under the GOT word the header pushes too."""
-    for lo, hi, size, header, push_end, word in plts:
+def _plt_row(plts: tuple, regs: tuple, vaddr: int) -> Row | None:
+    """The row of PLT code at `vaddr` that no FDE covers, from the PLT's layout (ElfImage.
+    plt_layouts): the CFA is the stack pointer plus what the code at `vaddr` has pushed
+    (and the return address, where a call pushes it, as GNU ld's CFI for x86 PLTs has it);
+    the return address is there or in its register."""
+    sp, ra, word, pushed = regs
+    for lo, hi, header, header_steps, size, entry_steps in plts:
         if lo <= vaddr < hi:
             off = vaddr - lo
-            within = off % size
-            if header and off < size:
-                pushes = 1 if within < 6 else 2  # the entry's index, then the header's word
+            if off < header:
+                start, steps, within = lo, header_steps, off
             else:
-                pushes = 1 if push_end and within >= push_end else 0
-            sp, ra = (7, 16) if word == 8 else (4, 8)
-            start = vaddr - within
-            return Row((CFA_REG, sp, word * (1 + pushes)), {ra: (OFFSET, -word)}, ra, False,
-                       start, start + size)
+                within = (off - header) % size
+                start, steps = vaddr - within, entry_steps
+            cfa = 0
+            for at, above in steps:
+                if within >= at:
+                    cfa = above
+            return Row((CFA_REG, sp, cfa), {ra: (OFFSET, -word)} if pushed else {}, ra, False,
+                       start, start + (header if steps is header_steps else size))
     return None
 
 

@@ -12,6 +12,7 @@ from .constants import (
     DT_PLTGOT,
     EM_386,
     EM_AARCH64,
+    EM_RISCV,
     EM_X86_64,
     R_AARCH64_IRELATIVE,
     R_X86_64_IRELATIVE,
@@ -28,6 +29,7 @@ _IRELATIVE = {EM_X86_64: R_X86_64_IRELATIVE, EM_AARCH64: R_AARCH64_IRELATIVE}
 # aarch64 instructions of a PLT entry: `bti c`, and the masks and values of `adrp x16, page`
 # and `ldr x17, [x16, #off]` (64-bit, unsigned offset)
 _BTI_C = 0xD503245F
+_STP_X16_X30 = 0xA9BF7BF0  # stp x16, x30, [sp, #-16]!: the lazy header's first store
 _ADRP_X16 = (0x9F00001F, 0x90000010)
 _LDR_X17_X16 = (0xFFC003FF, 0xF9400211)
 # an aarch64 PLT section decoded at most: a real one holds a few thousand entries (~100 KiB)
@@ -58,15 +60,28 @@ class FallbackNames:
             return name
         return f"<{sec.name}+{vaddr:x}>"
 
-    def x86_plt_layouts(self) -> list[tuple[int, int, int, bool, int]]:
-        """What unwinding needs of each x86 PLT section where no CFI describes it (lld emits
-        none for its PLTs; GNU ld does): (start, end, entry size, whether it starts with the
-        lazy header `push GOT+8; jmp *GOT+16`, the offset in an entry from which its `push
-        $index` has run, 0 for entries that push nothing: `.plt.sec`, `.plt.got`, 8-byte
-        ones). The lazy entry is `jmp *slot; push $index; jmp header`, with IBT `endbr64;
-        push $index; bnd jmp header`, in both linkers."""
-        if self.e_machine not in (EM_X86_64, EM_386):
-            return []
+    def plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
+        """What unwinding needs of the PLT sections, for where no CFI describes them (lld
+        emits none for its PLTs, GNU ld none on aarch64): per section (start, end, header
+        size, header steps, entry size, entry steps), a step being (offset in the header or
+        an entry, bytes from the stack pointer up to the caller's stack pointer from there
+        on). x86's lazy entry is `jmp *slot; push $index; jmp header` (IBT: `endbr64; push
+        $index; bnd jmp header`) in both linkers, its header `push GOT+8; jmp *GOT+16`, a
+        call having pushed the return address; `.plt.sec`, `.plt.got` and 8-byte entries
+        push nothing. aarch64's entries leave the stack alone (the return address stays in
+        x30), its header pushes x16 and x30 first (`stp x16, x30, [sp, #-16]!`); RISC-V's
+        PLT never touches the stack or ra (`auipc; ld; jalr t1`)."""
+        if self.e_machine in (EM_X86_64, EM_386):
+            return self._x86_plt_layouts()
+        if self.e_machine == EM_AARCH64 and self.is_64:
+            return self._aarch64_plt_layouts()
+        if self.e_machine == EM_RISCV:  # header and entries leave the stack and ra alone
+            return [(sec.addr, sec.addr + sec.size, 0, (), 16, ((0, 0),))
+                    for sec in self._sections if sec.name == ".plt" and sec.size]
+        return []
+
+    def _x86_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
+        word = 8 if self.is_64 else 4
         out = []
         for sec in self._sections:
             if sec.name not in _X86_PLTS or not sec.size:
@@ -75,14 +90,29 @@ class FallbackNames:
             code = self.read(sec.addr, min(sec.size, 2 * size)) or b""
             header = code[:2] in (b"\xff\x35", b"\xff\xb3")  # push GOT+8 / 4(%ebx)
             entry = code[size:] if header else code
-            push_end = 0
+            steps: tuple = ((0, word),)
             if sec.name in (".plt", ".iplt") and size == 16:
                 if entry[:2] in (b"\xff\x25", b"\xff\xa3") and entry[6:7] == b"\x68":
-                    push_end = 11
+                    steps = ((0, word), (11, 2 * word))
                 elif entry[:4] in (b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfb") \
                         and entry[4:5] == b"\x68":
-                    push_end = 9
-            out.append((sec.addr, sec.addr + sec.size, size, header, push_end))
+                    steps = ((0, word), (9, 2 * word))
+            # the header runs after an entry's push, then pushes the GOT's second word
+            out.append((sec.addr, sec.addr + sec.size, size if header else 0,
+                        ((0, 2 * word), (6, 3 * word)), size, steps))
+        return out
+
+    def _aarch64_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
+        out = []
+        for name in (".plt", ".iplt"):
+            sec = self._by_name.get(name)
+            if sec is None or not sec.size:
+                continue
+            code = self.read(sec.addr, 8) or b""
+            stp = code.find(struct.pack(self._e + "I", _STP_X16_X30))
+            header = 32 if stp in (0, 4) else 0  # after `bti c`, or not
+            out.append((sec.addr, sec.addr + sec.size, header, ((0, 0), (stp + 4, 16)),
+                        16, ((0, 0),)))
         return out
 
     def _x86_plt_entry_size(self, sec) -> int:

@@ -33,12 +33,17 @@ X86_64 = RegTable("x86_64", (0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22,
                   7, 8, 7, 16, 16, 8, cfa_above_sp=True)
 ARM = RegTable("arm", tuple(range(16)), 13, 15, 13, 15, 14, 4, thumb=True)
 AARCH64 = RegTable("aarch64", tuple(range(33)), 31, 32, 31, 32, 30, 8, tuple(range(72, 80)))
+# RISC-V (64-bit): perf's register i is x_i but for 0, the pc; DWARF numbers x0-x31 0-31 and
+# has none for the pc: it is 65, a number the psABI reserves (no CFI rule names it). x0 is 0.
+RISCV64 = RegTable("riscv64", (-1, *range(1, 32), *(-1,) * 33, 0), 2, 0, 2, 65, 1, 8, (0,))
 
 
 def arch_family(name: str) -> str | None:
     """Architecture family for an `--arch` / perf header arch string, None if unsupported."""
     if name in ("aarch64", "arm64"):
         return "aarch64"
+    if name.startswith("riscv"):
+        return "riscv"
     if name.startswith("arm"):
         return "arm"
     for prefix in ("powerpc", "s390", "sh", "sparc", "mips"):
@@ -59,4 +64,6 @@ def table_for(arch: str, abi: int) -> RegTable | None:
         return ARM
     if family == "aarch64":
         return AARCH64
+    if family == "riscv":
+        return RISCV64 if abi == 2 else None
     return None

@@ -14,6 +14,7 @@ from elftools.elf.elffile import ELFFile
 from perfparser_py.demangle import demangle
 from perfparser_py.elf.cfi import Cfi
 from perfparser_py.elf.image import ElfImage
+from tests import aarch64_programs
 
 
 def nm_symbols(path: Path) -> list[tuple[int, int, str, str]]:
@@ -256,18 +257,11 @@ def test_not_elf_and_missing(tmp_path: Path) -> None:
     assert ElfImage.open(str(tmp_path)) is None
 
 
-def _aarch64_library(tmp: Path) -> Path:
-    calls = _aarch64_object(tmp, "calls", AARCH64_CALLS)
-    out = tmp / "libcalls.so"
-    subprocess.run(["ld.lld", "-shared", "-z", "force-bti", "-o", str(out), str(calls)],
-                   check=True, capture_output=True)
-    return out
-
-
 @pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
 def test_hostile_elf_never_raises(built: dict[str, Path], tmp_path: Path, machine: str,
                                   capsys: pytest.CaptureFixture[str]) -> None:
-    good = (built["pie"] if machine == "x86_64" else _aarch64_library(tmp_path)).read_bytes()
+    good = (built["pie"] if machine == "x86_64" else
+            aarch64_programs.calls_through_plt(tmp_path, "lld-bti", "shared")).read_bytes()
     rng = random.Random(7)
     path = tmp_path / "bad"
     variants = [good[:n] for n in (16, 60, 64, 200, 0x1000, len(good) // 2)]
@@ -411,45 +405,16 @@ def test_i386_plt_entries_are_name_at_plt(tmp_path, flags):
         assert image.fallback_name(addr) == image.fallback_name(addr + 5) == name
 
 
-AARCH64_CALLS = "extern int ext1(int), ext2(int), ext3(int);\n" \
-                "int f(int x) { return ext1(x) + ext2(x) * ext3(x); }\n"
-AARCH64_LINKERS = {"lld": ["ld.lld"], "lld-bti": ["ld.lld", "-z", "force-bti"],
-                   "gnu": ["aarch64-linux-gnu-ld"],
-                   "gnu-pac": ["aarch64-linux-gnu-ld", "-z", "pac-plt"],
-                   "gnu-bti-pac": ["aarch64-linux-gnu-ld", "-z", "force-bti", "-z", "pac-plt"]}
-
-
-def _aarch64_object(tmp: Path, name: str, source: str) -> Path:
-    (tmp / f"{name}.c").write_text(source)
-    subprocess.run(["clang", "--target=aarch64-linux-gnu", "-O2", "-fPIC", "-c",
-                    f"{name}.c"], cwd=tmp, check=True)
-    return tmp / f"{name}.o"
-
-
 @pytest.mark.parametrize("output", ["shared", "pie"])
-@pytest.mark.parametrize("linker", list(AARCH64_LINKERS))
+@pytest.mark.parametrize("linker", list(aarch64_programs.LINKERS))
 def test_aarch64_plt_entries_are_name_at_plt(tmp_path: Path, linker: str, output: str) -> None:
     """aarch64 PLT entries load their GOT slot (`adrp x16; ldr x17, [x16, #off]`), 16 bytes
     or 24 with `bti c` or pointer authentication, and neither linker gives `.plt` an entry
     size: each entry is `name@plt` by its slot's relocation, as llvm-objdump labels it (GNU
-    objdump assumes 16-byte entries), and the header none."""
-    calls = _aarch64_object(tmp_path, "calls", AARCH64_CALLS)
-    link = [*AARCH64_LINKERS[linker], "-o"]
-    if output == "shared":
-        out = tmp_path / "libcalls.so"
-        subprocess.run([*link, str(out), "-shared", str(calls)], check=True,
-                       capture_output=True)
-    else:  # an executable's entries are its functions' addresses: `bti c` comes first
-        ext = _aarch64_object(tmp_path, "ext", "int ext1(int x) { return x; }\n"
-                              "int ext2(int x) { return x; }\nint ext3(int x) { return x; }\n")
-        lib = tmp_path / "libext.so"
-        subprocess.run([*link, str(lib), "-shared", str(ext)], check=True, capture_output=True)
-        out = tmp_path / "calls"
-        subprocess.run([*link, str(out), "-pie", "-e", "f", str(calls), str(lib)], check=True,
-                       capture_output=True)
-    dump = subprocess.run(["llvm-objdump", "-d", "--section=.plt", str(out)],
-                          capture_output=True, text=True, check=True).stdout
-    labels = {int(a, 16): n for a, n in re.findall(r"^([0-9a-f]+) <(\S+@plt)>:$", dump, re.M)}
+    objdump assumes 16-byte entries), and the header none. An executable's entries are its
+    functions' addresses: `bti c` comes first."""
+    out = aarch64_programs.calls_through_plt(tmp_path, linker, output)
+    labels = aarch64_programs.plt_labels(out)
     assert sorted(labels.values()) == ["ext1@plt", "ext2@plt", "ext3@plt"]
     image = ElfImage.open(str(out))
     for addr, name in labels.items():
@@ -486,7 +451,7 @@ def test_mapping_symbols_name_no_function(tmp_path: Path, target: str, linker: s
 def test_aarch64_static_ifunc_slot_is_named_by_its_resolver(tmp_path: Path) -> None:
     """A static aarch64 executable's PLT jumps through an IRELATIVE slot: named after the
     IFUNC resolver's symbol, as on x86-64."""
-    obj = _aarch64_object(tmp_path, "ifn", "static int twice(int x) { return 2 * x; }\n"
+    obj = aarch64_programs.compile_object(tmp_path, "ifn", "static int twice(int x) { return 2 * x; }\n"
                           "static int (*pick(void))(int) { return twice; }\n"
                           "int scaled(int) __attribute__((ifunc(\"pick\")));\n"
                           "int f(int x) { return scaled(x) + 1; }\n")

@@ -3,6 +3,7 @@ x86 (32-bit), arm and aarch64, guessed frames, limits and hostile input."""
 
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 from array import array
@@ -28,6 +29,8 @@ from perfparser_py.unwind import dwarf
 from perfparser_py.unwind.history import History
 from perfparser_py.unwind.process import ModuleAt, Steps
 from perfparser_py.unwind.registers import arch_family, table_for
+
+from tests import aarch64_programs
 
 from . import perfdata_mini
 
@@ -320,6 +323,87 @@ def test_plt_code_without_cfi_unwinds_as_gnu_lds_cfi_says(tmp_path: Path, flags)
     assert built[True] == built[False]
 
 
+@pytest.mark.parametrize("linker", list(aarch64_programs.LINKERS))
+def test_aarch64_plt_code_returns_to_the_link_register(tmp_path: Path, linker: str) -> None:
+    """Neither linker describes an aarch64 PLT in CFI: its entries leave the stack alone
+    and return through x30, and the header stores x16 and x30 below the stack pointer first;
+    from every PLT address the caller is x30's."""
+    out = aarch64_programs.calls_through_plt(tmp_path, linker, "shared")
+    image = ElfImage.open(str(out))
+    cfi = Cfi.for_image(image)
+    lo, hi = image.span()
+    space = _Modules(lambda a: (image, 0, cfi) if lo <= a < hi else None)
+    plt, code = image.section(".plt")
+    caller = image.section(".text")[0] + 8  # in f
+    sp = 0x7000_0000
+    for addr in range(plt, plt + len(code), 4):
+        assert cfi.row(addr) is not None
+        regs = [0] * 33
+        regs[29], regs[30], regs[31], regs[32] = sp + 32, caller, sp, addr
+        frames, _ = unwind("aarch64", 2, tuple(regs), (1 << 33) - 1, _words("Q", 0, 0, 0, 0),
+                           space, History(), 1)
+        assert frames == [addr, caller - 1]
+
+
+def test_riscv64_code_from_clang_unwinds(tmp_path: Path) -> None:
+    """RISC-V (64-bit): perf's register 0 is the pc, the others x1-x31, and DWARF has no
+    number for the pc; clang's CFI (ra saved at the CFA less 8) gives each caller, from a
+    leaf that returns through ra."""
+    (tmp_path / "p.c").write_text(PAC_PROGRAM)
+    subprocess.run(["clang", "--target=riscv64-linux-gnu", "-O2", "-fno-inline",
+                    "-fvisibility=hidden", "-fasynchronous-unwind-tables", "-c", "p.c"],
+                   cwd=tmp_path, check=True)
+    subprocess.run(["ld.lld", "-shared", "p.o", "-o", "libp.so"], cwd=tmp_path, check=True)
+    dump = subprocess.run(["llvm-objdump", "-d", "--no-show-raw-insn", "libp.so"], cwd=tmp_path,
+                          capture_output=True, text=True, check=True).stdout
+    after_call = {}  # function -> the address after its first call (jalr), and its start
+    function = None
+    lines = dump.splitlines()
+    for i, line in enumerate(lines):
+        head = re.match(r"^([0-9a-f]+) <(\w+)>:$", line)
+        if head:
+            function = head.group(2)
+            after_call.setdefault(function, [int(head.group(1), 16), None])
+        elif function and "\tjalr\t" in line and after_call[function][1] is None:
+            after_call[function][1] = int(lines[i + 1].split(":")[0], 16)
+    image = ElfImage.open(str(tmp_path / "libp.so"))
+    cfi = Cfi.for_image(image)
+    lo, hi = image.span()
+    space = _Modules(lambda a: (image, 0, cfi) if lo <= a < hi else None)
+    into_f, into_top = after_call["f"][1], after_call["top"][1]
+    row = cfi.row(into_f - 1)  # f's frame: the return address into top at CFA + ra's offset
+    assert row.cfa[:2] == (CFA_REG, 2) and row.regs[1][0] == OFFSET
+    sp = 0x7000_0000
+    words = [0] * 16
+    words[(row.cfa[2] + row.regs[1][1]) // 8] = into_top
+    regs = [0] * 32
+    regs[0], regs[1], regs[2] = after_call["leaf"][0] + 2, into_f, sp  # perf's pc, ra, sp
+    frames, _ = unwind("riscv64", 2, tuple(regs), (1 << 32) - 1, _words("Q", *words), space,
+                       History(), -1)
+    assert frames[:3] == [after_call["leaf"][0] + 2, into_f - 1, into_top - 1]
+
+
+def test_riscv64_plt_code_returns_to_ra(tmp_path: Path) -> None:
+    """lld describes no RISC-V PLT in CFI, and its code never touches the stack or ra: from
+    every PLT address the caller is ra's."""
+    (tmp_path / "c.c").write_text(aarch64_programs.CALLS)
+    subprocess.run(["clang", "--target=riscv64-linux-gnu", "-O2", "-fPIC",
+                    "-fasynchronous-unwind-tables", "-c", "c.c"], cwd=tmp_path, check=True)
+    subprocess.run(["ld.lld", "-shared", "c.o", "-o", "libc.so"], cwd=tmp_path, check=True)
+    image = ElfImage.open(str(tmp_path / "libc.so"))
+    cfi = Cfi.for_image(image)
+    lo, hi = image.span()
+    space = _Modules(lambda a: (image, 0, cfi) if lo <= a < hi else None)
+    plt, code = image.section(".plt")
+    caller = image.section(".text")[0] + 8
+    for addr in range(plt, plt + len(code), 2):
+        regs = [0] * 32
+        regs[0], regs[1], regs[2] = addr, caller, 0x7000_0000
+        frames, _ = unwind("riscv64", 2, tuple(regs), (1 << 32) - 1, _words("Q", 0, 0), space,
+                           History(), 1)
+        assert frames == [addr, caller - 1]
+
+
 def test_arm_clears_thumb_bit_and_uses_lr() -> None:
     rows = [
         Row((CFA_REG, 13, 8), {14: (OFFSET, -4), 11: (OFFSET, -8)}, 14, False, 0x1000, 0x1100),
@@ -532,7 +616,8 @@ def test_unsupported_arch_and_garbage_input() -> None:
 
 def test_register_tables() -> None:
     assert arch_family("arm64") == "aarch64" and arch_family("armv7l") == "arm"
-    assert arch_family("i686") == "x86" and arch_family("riscv64") is None
+    assert arch_family("i686") == "x86" and arch_family("riscv64") == "riscv"
+    assert table_for("riscv64", 2).ip_perf == 0 and table_for("riscv32", 1) is None
     assert table_for("x86", 2).dwarf_from_perf[:8] == (0, 3, 2, 1, 4, 5, 6, 7)
     assert table_for("x86", 1).dwarf_from_perf == (0, 2, 3, 1, 7, 6, 4, 5, 8)
     assert table_for("aarch64", 2).sp_perf == 31 and table_for("arm", 1).ip_perf == 15
