@@ -32,7 +32,10 @@ X86 = RegTable("x86", (0, 2, 3, 1, 7, 6, 4, 5, 8), 7, 8, 4, 8, 8, 4, cfa_above_s
 X86_64 = RegTable("x86_64", (0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 8),
                   7, 8, 7, 16, 16, 8, cfa_above_sp=True)
 ARM = RegTable("arm", tuple(range(16)), 13, 15, 13, 15, 14, 4, thumb=True)
-AARCH64 = RegTable("aarch64", tuple(range(33)), 31, 32, 31, 32, 30, 8, tuple(range(72, 80)))
+# aarch64: x0-x30, sp, pc, and VG (the SVE vector length in 64-bit granules, perf's 46 where
+# the CPU has SVE), which the CFA expressions of frames holding SVE registers read
+AARCH64 = RegTable("aarch64", (*range(33), *(-1,) * 13, 46), 31, 32, 31, 32, 30, 8,
+                   tuple(range(72, 80)))
 # RISC-V (64-bit): perf's register i is x_i but for 0, the pc; DWARF numbers x0-x31 0-31 and
 # has none for the pc: it is 65, a number the psABI reserves (no CFI rule names it). x0 is 0.
 RISCV64 = RegTable("riscv64", (-1, *range(1, 32), *(-1,) * 33, 0), 2, 0, 2, 65, 1, 8, (0,))

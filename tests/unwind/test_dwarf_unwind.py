@@ -404,6 +404,27 @@ def test_riscv64_plt_code_returns_to_ra(tmp_path: Path) -> None:
         assert frames == [addr, caller - 1]
 
 
+def test_aarch64_cfa_expressions_read_the_sve_vector_length() -> None:
+    """A frame that saves SVE registers has a CFA of its stack pointer plus a multiple of
+    VG (DWARF 46, `DW_OP_bregx 46`), which perf records as its sample register 46 on CPUs
+    with SVE: the walk reads it there."""
+    vg = 4  # 256-bit vectors
+    # CFA = sp + 16 + 8 * VG (two 16-byte slots of z8 below a frame record): bregx 46 0;
+    # lit8; mul; breg31 16; plus
+    expr = bytes([0x92, 46, 0, 0x38, 0x1E, 0x8F, 16, 0x22])
+    rows = [Row((CFA_EXPR, expr, 0), {29: (OFFSET, -16), 30: (OFFSET, -8)}, 30, False,
+                0x1000, 0x1100),
+            Row((CFA_REG, 31, 0), {30: (UNDEF, 0)}, 30, False, 0x2000, 0x2100)]
+    sp = 0x7000_0000
+    cfa = sp + 16 + 8 * vg
+    words = [0] * ((cfa - sp) // 8)
+    words[-2:] = [0, 0x2010]
+    mask = (1 << 29) | (1 << 30) | (1 << 31) | (1 << 32) | (1 << 46)
+    frames, _ = unwind("aarch64", 2, (sp, 0, sp, 0x1004, vg), mask, _words("Q", *words),
+                       _space(rows), History(), -1)
+    assert frames == [0x1004, 0x200F]
+
+
 def test_arm_clears_thumb_bit_and_uses_lr() -> None:
     rows = [
         Row((CFA_REG, 13, 8), {14: (OFFSET, -4), 11: (OFFSET, -8)}, 14, False, 0x1000, 0x1100),
