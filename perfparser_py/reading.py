@@ -125,11 +125,10 @@ class Spaces:
 
     def set_arch(self, name: str) -> None:
         """The recorded machine's architecture (`uname -m` style, SEMANTICS §11.5)."""
-        from .unwind.registers import arch_family
+        from .unwind.registers import arch_family, unwinds
 
-        family = arch_family(name)
-        self.arch = family or name
-        self.unwindable = family in ("x86", "aarch64", "arm", "riscv")
+        self.arch = arch_family(name) or name
+        self.unwindable = unwinds(self.arch)
 
 
 class Reading:

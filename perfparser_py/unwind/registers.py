@@ -70,3 +70,8 @@ def table_for(arch: str, abi: int) -> RegTable | None:
     if family == "riscv":
         return RISCV64 if abi == 2 else None
     return None
+
+
+def unwinds(arch: str) -> bool:
+    """Whether DWARF unwinding knows `arch` (a family or raw name) for some sample ABI."""
+    return any(table_for(arch, abi) is not None for abi in (1, 2))
