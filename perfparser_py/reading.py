@@ -57,7 +57,7 @@ class Spaces:
         self.session = Session()
         self.arch = ""  # family of the recorded machine: set_arch()
         self.unwindable = False  # set_arch(): a machine the DWARF unwinder knows
-        self.unwinder = None  # (unwind function, Cfi.for_image), imported on first use
+        self.unwinder = None  # (unwind function, rules.cfi_for_image), imported on first use
         self._cfi: dict[int, object] = {}
 
     def mmap(self, e) -> None:
@@ -112,10 +112,10 @@ class Spaces:
                 return b"", 0
         if self.unwinder is None:
             # imported here: frame-pointer and LBR recordings never need the unwinder
-            from .elf.cfi import Cfi
             from .unwind.dwarf import unwind
+            from .unwind.rules import cfi_for_image
 
-            self.unwinder = unwind, Cfi.for_image
+            self.unwinder = unwind, cfi_for_image
         if proc.first_image is None:
             return b"", 0
         state = process_unwind(proc, self._cfi, self.unwinder[1])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 
-from .constants import EM_386, EM_AARCH64, EM_RISCV, EM_X86_64
+from .constants import EM_AARCH64
 from .leb128 import sleb, uint_at, uleb
 
 # Register rule kinds: Row.regs maps DWARF register -> (kind, argument).
@@ -28,11 +28,6 @@ CFA_REG, CFA_EXPR = 0, 1
 # LEB128s aside
 _FIXED_ENCODINGS = {0x02: 2, 0x03: 4, 0x04: 8,  # udata2/4/8
                     0x0A: 2, 0x0B: 4, 0x0C: 8}  # sdata2/4/8
-
-# (e_machine, word size) -> the DWARF numbers of the stack pointer and the return address
-# column, the word size, whether a call pushes the return address: for PLT code without CFI
-_PLT_REGS = {(EM_X86_64, 8): (7, 16, 8, True), (EM_386, 4): (4, 8, 4, True),
-             (EM_AARCH64, 8): (31, 30, 8, False), (EM_RISCV, 8): (2, 1, 8, False)}
 
 # Bounds against hostile input.
 _MAX_STATE_STACK = 64
@@ -353,8 +348,11 @@ class Cfi:
         self._rows: dict[int, Row | None] = {}  # per address asked for
 
     @staticmethod
-    def for_image(image) -> Cfi | None:
-        """Index the unwind tables of `image`; None if it has none."""
+    def for_image(image, plt_regs: tuple = ()) -> Cfi | None:
+        """Index the unwind tables of `image`; None if it has none. `plt_regs`: the DWARF
+        numbers of its machine's stack pointer and return address column, its word size and
+        whether a call pushes the return address (unwind.rules.cfi_for_image), for rows of
+        PLT code no FDE covers; none without it."""
         little = image.little_endian
         asize = 8 if image.is_64 else 4
         aarch64 = image.e_machine == EM_AARCH64
@@ -379,9 +377,8 @@ class Cfi:
         if eh is None and debug is None:
             return None
         layouts = getattr(image, "plt_layouts", None)
-        regs = _PLT_REGS.get((image.e_machine, asize))
-        plts = () if layouts is None or regs is None else tuple(layouts())
-        return Cfi(eh, hdr, debug, plts, regs or ())
+        plts = () if layouts is None or not plt_regs else tuple(layouts())
+        return Cfi(eh, hdr, debug, plts, plt_regs)
 
     def row(self, vaddr: int) -> Row | None:
         """Rule row valid at `vaddr` (ELF virtual address), None if no FDE covers it."""

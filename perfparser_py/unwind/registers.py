@@ -8,6 +8,7 @@ code of its own per architecture is in unwind.arches).
 
 from __future__ import annotations
 
+from ..elf.constants import EM_386, EM_AARCH64, EM_ARM, EM_RISCV, EM_X86_64
 from ..tuples import named_tuple
 
 
@@ -70,6 +71,17 @@ def table_for(arch: str, abi: int) -> RegTable | None:
     if family == "riscv":
         return RISCV64 if abi == 2 else None
     return None
+
+
+# (ELF machine, ELFCLASS64) -> the table of its code; x32 (EM_X86_64, ELFCLASS32) has none
+_BY_MACHINE = {(EM_X86_64, True): X86_64, (EM_386, False): X86, (EM_ARM, False): ARM,
+               (EM_AARCH64, True): AARCH64, (EM_RISCV, True): RISCV64}
+
+
+def table_for_machine(e_machine: int, is_64: bool) -> RegTable | None:
+    """Register table of the code of an ELF image for machine `e_machine` (ELFCLASS64 if
+    `is_64`), None where DWARF unwinding knows none."""
+    return _BY_MACHINE.get((e_machine, is_64))
 
 
 def unwinds(arch: str) -> bool:

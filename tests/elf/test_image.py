@@ -12,7 +12,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from perfparser_py.demangle import demangle
-from perfparser_py.elf.cfi import Cfi
+from perfparser_py.unwind.rules import cfi_for_image
 from perfparser_py.elf.image import ElfImage
 from tests import aarch64_programs
 
@@ -282,7 +282,7 @@ def test_hostile_elf_never_raises(built: dict[str, Path], tmp_path: Path, machin
         if image is None:
             continue
         plt = image.section(".plt")
-        cfi = Cfi.for_image(image)
+        cfi = cfi_for_image(image)
         for vaddr in (0, 0x1000, 0x1139, 0x4010, *([plt[0], plt[0] + 36] if plt else [])):
             image.symbol_at(vaddr)
             image.fallback_name(vaddr)

@@ -21,14 +21,14 @@ from perfparser_py.elf.cfi import (
     SIGNED,
     UNDEF,
     VAL_OFFSET,
-    Cfi,
     Row,
 )
 from perfparser_py.elf.image import ElfImage
 from perfparser_py.unwind import dwarf
 from perfparser_py.unwind.history import History
 from perfparser_py.unwind.process import ModuleAt, Steps
-from perfparser_py.unwind.registers import arch_family, table_for
+from perfparser_py.unwind.registers import arch_family, table_for, table_for_machine
+from perfparser_py.unwind.rules import cfi_for_image
 
 from tests import aarch64_programs
 
@@ -73,7 +73,7 @@ def _address_space(case: str, binary: str, mmaps):
         assert image is not None, path
         bias = image.load_bias(m.addr, m.pgoff)
         lo, hi = image.span()
-        mods[m.filename] = (lo + bias, hi + bias, image, bias, Cfi.for_image(image))
+        mods[m.filename] = (lo + bias, hi + bias, image, bias, cfi_for_image(image))
 
     def module_at(addr: int):
         for lo, hi, image, bias, cfi in mods.values():
@@ -242,7 +242,7 @@ def test_aarch64_pac_ret_code_from_clang_unwinds(tmp_path: Path) -> None:
                     "-fasynchronous-unwind-tables", "-c", "pac.c"], cwd=tmp_path, check=True)
     subprocess.run(["ld.lld", "-shared", "pac.o", "-o", "libpac.so"], cwd=tmp_path, check=True)
     image = ElfImage.open(str(tmp_path / "libpac.so"))
-    cfi = Cfi.for_image(image)
+    cfi = cfi_for_image(image)
     nm = subprocess.run(["nm", str(tmp_path / "libpac.so")], capture_output=True, text=True,
                         check=True).stdout
     addr = {line.split()[2]: int(line.split()[0], 16) for line in nm.splitlines()
@@ -283,7 +283,7 @@ def _plt_callers(exe: Path) -> dict[tuple[str, int], int | None]:
     image's PLT sections, the stack holding distinct words: which one was the return address
     says where the walk took the CFA."""
     image = ElfImage.open(str(exe))
-    cfi = Cfi.for_image(image)
+    cfi = cfi_for_image(image)
     lo, hi = image.span()
     space = _Modules(lambda a: (image, 0, cfi) if lo <= a < hi else None)
     arch, abi, fmt = ("x86_64", 2, "Q") if image.is_64 else ("x86", 1, "I")
@@ -330,7 +330,7 @@ def test_aarch64_plt_code_returns_to_the_link_register(tmp_path: Path, linker: s
     from every PLT address the caller is x30's."""
     out = aarch64_programs.calls_through_plt(tmp_path, linker, "shared")
     image = ElfImage.open(str(out))
-    cfi = Cfi.for_image(image)
+    cfi = cfi_for_image(image)
     lo, hi = image.span()
     space = _Modules(lambda a: (image, 0, cfi) if lo <= a < hi else None)
     plt, code = image.section(".plt")
@@ -367,7 +367,7 @@ def test_riscv64_code_from_clang_unwinds(tmp_path: Path) -> None:
         elif function and "\tjalr\t" in line and after_call[function][1] is None:
             after_call[function][1] = int(lines[i + 1].split(":")[0], 16)
     image = ElfImage.open(str(tmp_path / "libp.so"))
-    cfi = Cfi.for_image(image)
+    cfi = cfi_for_image(image)
     lo, hi = image.span()
     space = _Modules(lambda a: (image, 0, cfi) if lo <= a < hi else None)
     into_f, into_top = after_call["f"][1], after_call["top"][1]
@@ -391,7 +391,7 @@ def test_riscv64_plt_code_returns_to_ra(tmp_path: Path) -> None:
                     "-fasynchronous-unwind-tables", "-c", "c.c"], cwd=tmp_path, check=True)
     subprocess.run(["ld.lld", "-shared", "c.o", "-o", "libc.so"], cwd=tmp_path, check=True)
     image = ElfImage.open(str(tmp_path / "libc.so"))
-    cfi = Cfi.for_image(image)
+    cfi = cfi_for_image(image)
     lo, hi = image.span()
     space = _Modules(lambda a: (image, 0, cfi) if lo <= a < hi else None)
     plt, code = image.section(".plt")
@@ -643,6 +643,12 @@ def test_register_tables() -> None:
     assert table_for("x86", 1).dwarf_from_perf == (0, 2, 3, 1, 7, 6, 4, 5, 8)
     assert table_for("aarch64", 2).sp_perf == 31 and table_for("arm", 1).ip_perf == 15
     assert table_for("mips", 2) is None
+    # an image's machine picks its table: x86-64's and i386's code, x32's none
+    assert table_for_machine(62, True) is table_for("x86", 2)
+    assert table_for_machine(3, False) is table_for("x86", 1)
+    assert table_for_machine(183, True) is table_for("aarch64", 2)
+    assert table_for_machine(243, True) is table_for("riscv", 2)
+    assert table_for_machine(62, False) is None and table_for_machine(243, False) is None
 
 
 # ---------------------------------------------------------------- state across walks
