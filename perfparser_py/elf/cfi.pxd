@@ -51,6 +51,7 @@ cdef class Cfi:
     cdef public _HdrTable _hdr
     cdef public dict _rows
     cdef public tuple _plts, _plt_regs
+    cdef public object _exidx
 
     cpdef object row(self, object vaddr)
     @cython.locals(c=_Cie, known=tuple, i=Py_ssize_t, stack=list)

@@ -1,4 +1,5 @@
-"""Call frame information (.eh_frame_hdr, .eh_frame, .debug_frame), decoded lazily per row.
+"""Call frame information (.eh_frame_hdr, .eh_frame, .debug_frame; 32-bit Arm's .ARM.exidx,
+elf.exidx, where they have no row), decoded lazily per row.
 
 `Cfi.for_image(image)` indexes the unwind tables of one ELF image; `Cfi.row(vaddr)` gives the
 rule row (CFA rule + register rules) valid at an ELF virtual address. Only the program of the
@@ -336,10 +337,11 @@ class Cfi:
     """Unwind tables of one ELF image."""
 
     def __init__(self, eh: _Frames | None, hdr: _HdrTable | None, debug: _Frames | None,
-                 plts: tuple = (), plt_regs: tuple = ()) -> None:
+                 plts: tuple = (), plt_regs: tuple = (), exidx=None) -> None:
         self._eh = eh
         self._hdr = hdr
         self._debug = debug
+        self._exidx = exidx  # elf.exidx.ArmExidx: 32-bit Arm functions without an FDE
         # PLT sections (ElfImage.plt_layouts) and the machine's (stack pointer, return
         # address column, word size, whether a call pushes the return address): rows for
         # their code where no FDE covers it
@@ -348,11 +350,12 @@ class Cfi:
         self._rows: dict[int, Row | None] = {}  # per address asked for
 
     @staticmethod
-    def for_image(image, plt_regs: tuple = ()) -> Cfi | None:
+    def for_image(image, plt_regs: tuple = (), exidx=None) -> Cfi | None:
         """Index the unwind tables of `image`; None if it has none. `plt_regs`: the DWARF
         numbers of its machine's stack pointer and return address column, its word size and
         whether a call pushes the return address (unwind.rules.cfi_for_image), for rows of
-        PLT code no FDE covers; none without it."""
+        PLT code no FDE covers; none without it. `exidx`: its 32-bit Arm index (elf.exidx),
+        for functions no FDE covers."""
         little = image.little_endian
         asize = 8 if image.is_64 else 4
         aarch64 = image.e_machine == EM_AARCH64
@@ -374,14 +377,15 @@ class Cfi:
                 debug = _Frames(sec[0], sec[1], False, little, asize, aarch64)
         except (CfiError, IndexError, struct.error, ValueError):
             return None
-        if eh is None and debug is None:
+        if eh is None and debug is None and exidx is None:
             return None
         layouts = getattr(image, "plt_layouts", None)
         plts = () if layouts is None or not plt_regs else tuple(layouts())
-        return Cfi(eh, hdr, debug, plts, plt_regs)
+        return Cfi(eh, hdr, debug, plts, plt_regs, exidx)
 
     def row(self, vaddr: int) -> Row | None:
-        """Rule row valid at `vaddr` (ELF virtual address), None if no FDE covers it."""
+        """Rule row valid at `vaddr` (ELF virtual address), None if no FDE (or index entry)
+        covers it."""
         try:
             return self._rows[vaddr]
         except KeyError:
@@ -391,6 +395,8 @@ class Cfi:
             row = self._lookup(0, self._eh, vaddr)
         if row is None and self._debug is not None:
             row = self._lookup(1, self._debug, vaddr)
+        if row is None and self._exidx is not None:
+            row = self._exidx.row(vaddr)
         if row is None and self._plts:
             row = _plt_row(self._plts, self._plt_regs, vaddr)
         self._rows[vaddr] = row

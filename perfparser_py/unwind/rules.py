@@ -5,12 +5,14 @@ compiles it once per row (`compile_step`): the common row - a register-based CFA
 register saved at an offset from it - gets the C form the walk evaluates in C arrays
 (unwind.dwarf's `_block_step`, `_offsets_step`); every row keeps its rules for the dict path
 (`_dict_step`). `cfi_for_image()` indexes a module's CFI with what its machine's register
-table says of the PLT code no CFI covers.
+table says of the PLT code no CFI covers, and 32-bit Arm's exception-handling index.
 """
 
 from __future__ import annotations
 
 from ..elf.cfi import CFA_REG, EXPR, OFFSET, REGISTER, SIGNED, UNDEF, VAL_EXPR, Cfi
+from ..elf.constants import EM_ARM
+from ..elf.exidx import ArmExidx
 from .registers import table_for_machine
 
 # DWARF registers the walk holds in C arrays: every architecture's sample registers and
@@ -22,11 +24,12 @@ _MAX_OFFSET = 1 << 62
 
 
 def cfi_for_image(image) -> Cfi | None:
-    """`image`'s unwind tables (elf.cfi.Cfi), with rows for its PLT code that no CFI covers
-    in the terms of its machine's register table."""
+    """`image`'s unwind tables (elf.cfi.Cfi): with rows for its PLT code that no CFI covers
+    in the terms of its machine's register table, and 32-bit Arm's index (elf.exidx)."""
     t = table_for_machine(image.e_machine, image.is_64)
     plt_regs = () if t is None else (t.sp_dwarf, t.ra_dwarf, t.word, t.cfa_above_sp)
-    return Cfi.for_image(image, plt_regs)
+    exidx = ArmExidx.for_image(image) if image.e_machine == EM_ARM else None
+    return Cfi.for_image(image, plt_regs, exidx)
 
 
 def step_at(module_at, adj: int, word: int) -> Step | None:

@@ -257,11 +257,22 @@ def test_not_elf_and_missing(tmp_path: Path) -> None:
     assert ElfImage.open(str(tmp_path)) is None
 
 
-@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def _arm_library(tmp: Path) -> Path:
+    """A 32-bit Arm library with its exception-handling index, inline and .ARM.extab entries."""
+    (tmp / "a.cc").write_text("extern int ext(int); struct G { ~G(); };\n"
+                              "int f(int x) { G g; return ext(x) + ext(x + 1); }\n"
+                              "int h(int x) { int a[64]; a[x & 63] = ext(x); return a[3]; }\n")
+    subprocess.run(["clang++", "--target=armv7-linux-gnueabihf", "-O2", "-fPIC", "-c", "a.cc"],
+                   cwd=tmp, check=True)
+    subprocess.run(["ld.lld", "-shared", "a.o", "-o", "liba.so"], cwd=tmp, check=True)
+    return tmp / "liba.so"
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64", "arm"])
 def test_hostile_elf_never_raises(built: dict[str, Path], tmp_path: Path, machine: str,
                                   capsys: pytest.CaptureFixture[str]) -> None:
-    good = (built["pie"] if machine == "x86_64" else
-            aarch64_programs.calls_through_plt(tmp_path, "lld-bti", "shared")).read_bytes()
+    good = (built["pie"] if machine == "x86_64" else _arm_library(tmp_path) if machine == "arm"
+            else aarch64_programs.calls_through_plt(tmp_path, "lld-bti", "shared")).read_bytes()
     rng = random.Random(7)
     path = tmp_path / "bad"
     variants = [good[:n] for n in (16, 60, 64, 200, 0x1000, len(good) // 2)]
@@ -271,6 +282,19 @@ def test_hostile_elf_never_raises(built: dict[str, Path], tmp_path: Path, machin
             pos = rng.choice([rng.randrange(64), rng.randrange(len(data))])
             data[pos] = rng.randrange(256)
         variants.append(bytes(data))
+    if machine == "arm":  # its unwinding index and table, word by word
+        with open(tmp_path / "liba.so", "rb") as f:
+            spans = [(sec["sh_offset"], sec["sh_size"]) for sec in ELFFile(f).iter_sections()
+                     if sec.name in (".ARM.exidx", ".ARM.extab")]
+        assert len(spans) == 2
+        for _ in range(60):
+            data = bytearray(good)
+            for _ in range(rng.randint(1, 4)):
+                off, size = rng.choice(spans)
+                struct.pack_into("<I", data, off + 4 * rng.randrange(size // 4),
+                                 rng.choice([rng.getrandbits(32), 0x80000000 | rng.getrandbits(24),
+                                             rng.getrandbits(31), 1]))
+            variants.append(bytes(data))
     # Huge section/segment counts and header offsets pointing past the end.
     for field, fmt in ((0x38, "<H"), (0x3C, "<H"), (0x28, "<Q"), (0x20, "<Q")):
         data = bytearray(good)
@@ -282,8 +306,10 @@ def test_hostile_elf_never_raises(built: dict[str, Path], tmp_path: Path, machin
         if image is None:
             continue
         plt = image.section(".plt")
+        text = image.section(".text")
         cfi = cfi_for_image(image)
-        for vaddr in (0, 0x1000, 0x1139, 0x4010, *([plt[0], plt[0] + 36] if plt else [])):
+        for vaddr in (0, 0x1000, 0x1139, 0x4010, *([plt[0], plt[0] + 36] if plt else []),
+                      *(range(text[0], text[0] + len(text[1]), 6) if text else [])):
             image.symbol_at(vaddr)
             image.fallback_name(vaddr)
             image.read(vaddr, 8)

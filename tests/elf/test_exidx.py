@@ -1,0 +1,253 @@
+"""32-bit Arm's exception-handling index (.ARM.exidx, .ARM.extab) as CFI rows (elf.exidx):
+checked against the DWARF CFI (.debug_frame) the same compilers emit beside it, and opcode
+by opcode against Arm's EHABI."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+from array import array
+from pathlib import Path
+
+import pytest
+
+from perfparser_py.elf.cfi import CFA_REG, OFFSET, Cfi
+from perfparser_py.elf.exidx import ArmExidx, _row
+from perfparser_py.elf.image import ElfImage
+from perfparser_py.unwind import dwarf
+from perfparser_py.unwind.history import History
+from perfparser_py.unwind.process import ModuleAt
+from perfparser_py.unwind.rules import cfi_for_image
+
+EM_ARM = 40
+
+C_PROGRAM = r"""
+#include <alloca.h>
+extern int ext(int);
+__attribute__((noinline)) int leaf(int x) { return ext(x) * 3; }
+__attribute__((noinline)) int vla(int n) {
+    int *p = alloca(n * 4); for (int i = 0; i < n; i++) p[i] = ext(i); return ext(p[n / 2]); }
+__attribute__((noinline)) int big(int x) {
+    volatile int a[70000]; for (int i = 0; i < 70000; i += 1000) a[i] = ext(i + x);
+    return a[x] + ext(x); }
+__attribute__((noinline)) double fl(double d, int x) {
+    double v = d; for (int i = 0; i < x; i++) v = v * d + ext(i); return v + leaf(x); }
+__attribute__((noinline)) int many(int a, int b, int c, int d) {
+    int r = ext(a) + ext(b); double z = ext(c) * 1.5 + d; return r + (int)(z * d) + ext(d); }
+int top(int x) { return (int)fl(1.5, x) + vla(x) + big(x) + many(x, x + 1, x + 2, x + 3); }
+"""
+CXX_PROGRAM = r"""
+extern "C" int ext(int);
+struct Guard { ~Guard(); };
+__attribute__((noinline)) int guarded(int x) { Guard g; return ext(x) + ext(x + 1); }
+int top(int x) { try { return guarded(x) + ext(2); } catch (...) { return -1; } }
+"""
+# compilers for 32-bit Arm and their flags: ARM and Thumb code, with and without a frame
+# pointer; C++ has unwind tables for its exceptions, C gets them asked for (GCC's armhf
+# glibc is built so)
+COMPILERS = {"clang": ["clang", "--target=armv7-linux-gnueabihf", "-funwind-tables"],
+             "gcc": ["arm-linux-gnueabihf-gcc", "-funwind-tables"]}
+VARIANTS = {"arm-O2": ["-O2", "-marm"], "thumb-O2": ["-O2", "-mthumb"],
+            "thumb-O0": ["-O0", "-mthumb"], "arm-Os": ["-Os", "-marm"],
+            "thumb-fp": ["-O2", "-mthumb", "-fno-omit-frame-pointer"],
+            "arm-fp": ["-O2", "-marm", "-fno-omit-frame-pointer"]}
+
+
+def _build(tmp: Path, compiler: str, variant: str, cxx: bool) -> Path:
+    src = tmp / ("p.cc" if cxx else "p.c")
+    src.write_text(CXX_PROGRAM if cxx else C_PROGRAM)
+    cc = COMPILERS[compiler]
+    if cxx:
+        cc = [cc[0].replace("gcc", "g++").replace("clang", "clang++"), *cc[1:]]
+    obj = tmp / "p.o"
+    subprocess.run([*cc, *VARIANTS[variant], "-g", "-fPIC", "-c", str(src), "-o", str(obj)],
+                   check=True, capture_output=True)
+    lib = tmp / "libp.so"
+    subprocess.run(["ld.lld", "-shared", str(obj), "-o", str(lib)], check=True)
+    return lib
+
+
+def _returns(lib: Path) -> list[int]:
+    """The return address of every call (bl, blx) in `lib`'s code."""
+    lines = [ln for ln in subprocess.run(["llvm-objdump", "-d", "--no-show-raw-insn", str(lib)],
+                                         capture_output=True, text=True, check=True
+                                         ).stdout.splitlines()
+             if re.match(r"\s*[0-9a-f]+:", ln)]
+    return [int(lines[k + 1].split(":")[0], 16) for k, ln in enumerate(lines[:-1])
+            if re.match(r"\s*[0-9a-f]+:\s+blx?\s", ln)]
+
+
+def _rules(row) -> tuple:
+    """What a row says of the caller's core registers: the CFA and where each was saved."""
+    return row.cfa, {r: rule for r, rule in row.regs.items() if r < 16}
+
+
+@pytest.mark.parametrize("cxx", [False, True], ids=["c", "c++"])
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("compiler", list(COMPILERS))
+def test_index_rows_agree_with_debug_frame_at_every_call(tmp_path: Path, compiler: str,
+                                                         variant: str, cxx: bool) -> None:
+    """At every call's return address (where a caller's frame stands during the call) the
+    index entry's row saves the same core registers at the same places and gives the same
+    CFA as the compiler's own .debug_frame: alloca (the stack pointer from a frame
+    pointer), a 280 KB frame, VFP registers, C++'s personality routine's .ARM.extab entries."""
+    lib = _build(tmp_path, compiler, variant, cxx)
+    image = ElfImage.open(str(lib))
+    dwarf, index = Cfi.for_image(image), ArmExidx.for_image(image)
+    returns = _returns(lib)
+    assert len(returns) >= (3 if cxx else 12)
+    for ra in returns:
+        expected = dwarf.row(ra - 1)
+        assert expected is not None
+        assert _rules(index.row(ra - 1)) == _rules(expected), hex(ra)
+
+
+class _Space(ModuleAt):
+    def __init__(self, image, cfi) -> None:
+        self.lo, self.hi = image.span()
+        self.mod = (image, 0, cfi)
+
+    def module(self, addr: int):
+        return self.mod if self.lo <= addr < self.hi else None
+
+
+@pytest.mark.parametrize("variant", ["arm-O2", "thumb-O2", "thumb-fp"])
+def test_a_stripped_arm_library_unwinds_as_with_its_debug_frame(tmp_path: Path,
+                                                                variant: str) -> None:
+    """A library without DWARF CFI (stripped, as a distribution's armhf one is) unwinds
+    frame after frame from its index: the same walk as with its .debug_frame. The stack's
+    words at 4 mod 8 (where an 8-byte aligned frame keeps lr, below its CFA) are return
+    addresses into the library, the others addresses a little up the stack (where a frame
+    keeps its frame pointer, below lr): a row that reads another word than the CFI's, or
+    takes its CFA from another register, parts the walks."""
+    lib = _build(tmp_path, "clang", variant, False)
+    stripped = tmp_path / "stripped.so"
+    subprocess.run(["llvm-objcopy", "--strip-debug", str(lib), str(stripped)], check=True)
+    full = cfi_for_image(ElfImage.open(str(lib)))
+    # calls from frames that fit the stack copy (not the 280 KB one)
+    returns = [ra for ra in _returns(lib) if full.row(ra - 1).cfa[2] < 256]
+    thumb = 1 if "thumb" in variant else 0
+    sp = 0x7000_0000
+    words = memoryview(struct.pack("<1024I", *(
+        returns[k // 2 % len(returns)] | thumb if k % 2 else sp + 4 * k + 16
+        for k in range(1024))))
+    walks = []
+    for path in (lib, stripped):
+        image = ElfImage.open(str(path))
+        cfi = cfi_for_image(image)
+        assert (cfi._debug is None) == (path == stripped)
+        regs = [0x0100_0000 * k + 1 for k in range(16)]
+        regs[7] = regs[11] = sp + 8
+        regs[13], regs[14], regs[15] = sp, returns[1] | thumb, returns[0] - 2
+        packed, _ = dwarf.unwind("arm", 1, tuple(regs), (1 << 16) - 1, words,
+                                 _Space(image, cfi), History(), 24)
+        walks.append(list(array("Q", packed)))
+    assert len(walks[0]) >= 10
+    assert walks[1] == walks[0]
+
+
+# ---------------------------------------------------------------- opcode by opcode
+
+def _regs(row) -> dict[int, int]:
+    return {r: arg for r, (kind, arg) in row.regs.items() if kind == OFFSET}
+
+
+def test_stack_pointer_adjustments_and_pops() -> None:
+    row = _row(bytes([0x01, 0xAA, 0xB0, 0x3F]), 0, 4)  # vsp += 8; pop r4-r6, lr; finish
+    assert row.cfa == (CFA_REG, 13, 24) and row.ra == 14
+    assert _regs(row) == {4: -16, 5: -12, 6: -8, 14: -4}
+    row = _row(bytes([0x7F, 0x84, 0x81, 0xB1, 0x05]), 0, 4)  # vsp -= 256; pop r4, r11, lr
+    assert row.cfa == (CFA_REG, 13, -256 + 12 + 8)      # pop r0, r2
+    assert _regs(row) == {4: -20, 11: -16, 14: -12, 0: -8, 2: -4}
+    assert _row(bytes([0xB2, 0x81, 0x01]), 0, 4).cfa == (CFA_REG, 13, 0x204 + (129 << 2))
+    # VFP and iWMMXt registers move the stack pointer, are no core register
+    for ops, moved in ((b"\xb3\x12", 3 * 8 + 4), (b"\xbb", 4 * 8 + 4), (b"\xc2", 3 * 8),
+                       (b"\xc6\x21", 2 * 8), (b"\xc7\x0b", 3 * 4), (b"\xc8\x03", 4 * 8),
+                       (b"\xc9\x80", 8), (b"\xd1", 2 * 8)):
+        row = _row(ops + b"\xa8", 0, 4)  # then pop r4, lr
+        assert row.cfa == (CFA_REG, 13, moved + 8) and _regs(row) == {4: -8, 14: -4}, ops
+
+
+def test_the_stack_pointer_from_a_frame_pointer() -> None:
+    row = _row(bytes([0x97, 0x41, 0xAB]), 0, 4)  # vsp = r7; vsp -= 8; pop r4-r7, lr
+    assert row.cfa == (CFA_REG, 7, 12) and _regs(row)[14] == -4 and _regs(row)[4] == -20
+    # once a register is popped relative to sp, a new base cannot be expressed
+    assert _row(bytes([0xA8, 0x9B]), 0, 4) is None
+
+
+def test_a_popped_pc_is_the_return_address() -> None:
+    row = _row(bytes([0x88, 0x01]), 0, 4)  # pop r4, pc
+    assert row.ra == 15 and _regs(row) == {4: -8, 15: -4}
+
+
+def test_what_a_row_cannot_say_gives_none() -> None:
+    # refuse to unwind; sp popped; reserved; spare; cut short
+    for ops in (b"\x80\x00", b"\x82\x00", b"\x9d", b"\x9f", b"\xb1\x00", b"\xb1\x10", b"\xb4",
+                b"\xc7\x00", b"\xca", b"\xd8", b"\xe0", b"\xff",
+                b"\x84", b"\xb1", b"\xb2\x80", b"\xb3", b"\xc9"):
+        assert _row(ops, 0, 4) is None, ops
+
+
+class _ArmImage:
+    """An ElfImage stand-in: .ARM.exidx at 0x100, .ARM.extab's words at 0x200, code up to
+    0x2000."""
+
+    def __init__(self, exidx: list[tuple[int, int]], extab: list[int]) -> None:
+        self.e_machine, self.is_64, self.little_endian, self.debug = EM_ARM, False, True, None
+        words = []
+        for k, (fn, second) in enumerate(exidx):
+            words += [(fn - (0x100 + 8 * k)) & 0x7FFFFFFF, second]
+        self.exidx = struct.pack(f"<{len(words)}I", *words)
+        self.extab = struct.pack(f"<{len(extab)}I", *extab)
+
+    def section(self, name: str):
+        return (0x100, memoryview(self.exidx)) if name == ".ARM.exidx" else None
+
+    def read(self, vaddr: int, size: int) -> bytes | None:
+        off = vaddr - 0x200
+        return self.extab[off:off + size] if 0 <= off <= len(self.extab) - size else None
+
+    def span(self) -> tuple[int, int]:
+        return 0, 0x2000
+
+
+def _to_extab(entry: int, word: int) -> int:
+    return (0x200 + 4 * word - (0x100 + 8 * entry + 4)) & 0x7FFFFFFF
+
+
+def test_index_entries_and_extab_models() -> None:
+    """Inline entries, EXIDX_CANTUNWIND, and .ARM.extab entries of the compact model
+    (routine 0: three bytes; 1: two and more words) and of the generic one (a routine's
+    address, then a count of words and three bytes)."""
+    extab = [0x80A8B000,              # 0: routine 0: pop r4, lr; finish
+             0x8101A801, 0xB0B0B0B0,  # 1: routine 1, one more word: pop r4, lr; vsp += 8
+             0x00000123, 0x01A801B0,  # 3: a routine, then one more word: pop r4, lr; vsp += 8
+             0xB0B0B0B0,
+             0x83000000]              # 6: routine 3: none this reads
+    index = ArmExidx.for_image(_ArmImage(
+        [(0x1000, 0x80A8B0B0), (0x1100, 1), (0x1200, _to_extab(2, 0)),
+         (0x1300, _to_extab(3, 1)), (0x1400, _to_extab(4, 3)), (0x1500, _to_extab(5, 6)),
+         (0x1600, 0x7FFFF000)], extab))  # an .ARM.extab address outside the file
+    assert _regs(index.row(0x1010)) == {4: -8, 14: -4}
+    assert index.row(0x1110) is None  # EXIDX_CANTUNWIND: no information
+    assert _regs(index.row(0x1210)) == {4: -8, 14: -4}
+    assert index.row(0x1310).cfa == (CFA_REG, 13, 16) and _regs(index.row(0x1310))[4] == -16
+    assert index.row(0x1410).cfa == (CFA_REG, 13, 16) and _regs(index.row(0x1410))[14] == -12
+    assert index.row(0x1510) is None and index.row(0x1610) is None
+    assert index.row(0xFFF) is None
+    # at a function's first instruction nothing has run: the caller is lr, the CFA sp
+    entry = index.row(0x1000)
+    assert entry.cfa == (CFA_REG, 13, 0) and entry.regs == {} and entry.ra == 14
+
+
+def test_thumb_functions_start_at_their_even_address() -> None:
+    index = ArmExidx.for_image(_ArmImage([(0x1001, 0x80A8B0B0)], []))
+    assert index.row(0x1000).regs == {} and _regs(index.row(0x1002)) == {4: -8, 14: -4}
+
+
+def test_toolchains_present() -> None:
+    """The compilers the tests above need (CI installs them)."""
+    for tool in ("clang", "arm-linux-gnueabihf-gcc", "ld.lld", "llvm-objdump"):
+        assert shutil.which(tool), tool
