@@ -343,8 +343,7 @@ class Cfi:
         self._debug = debug
         self._exidx = exidx  # elf.exidx.ArmExidx: 32-bit Arm functions without an FDE
         # PLT sections (ElfImage.plt_layouts) and the machine's (stack pointer, return
-        # address column, word size, whether a call pushes the return address): rows for
-        # their code where no FDE covers it
+        # address column): rows for their code where no FDE covers it
         self._plts = plts
         self._plt_regs = plt_regs
         self._rows: dict[int, Row | None] = {}  # per address asked for
@@ -352,9 +351,8 @@ class Cfi:
     @staticmethod
     def for_image(image, plt_regs: tuple = (), exidx=None) -> Cfi | None:
         """Index the unwind tables of `image`; None if it has none. `plt_regs`: the DWARF
-        numbers of its machine's stack pointer and return address column, its word size and
-        whether a call pushes the return address (unwind.rules.cfi_for_image), for rows of
-        PLT code no FDE covers; none without it. `exidx`: its 32-bit Arm index (elf.exidx),
+        numbers of its machine's stack pointer and return address column
+        (unwind.rules.cfi_for_image), for rows of PLT code no FDE covers; none without it. `exidx`: its 32-bit Arm index (elf.exidx),
         for functions no FDE covers."""
         little = image.little_endian
         asize = 8 if image.is_64 else 4
@@ -377,10 +375,10 @@ class Cfi:
                 debug = _Frames(sec[0], sec[1], False, little, asize, aarch64)
         except (CfiError, IndexError, struct.error, ValueError):
             return None
-        if eh is None and debug is None and exidx is None:
-            return None
         layouts = getattr(image, "plt_layouts", None)
         plts = () if layouts is None or not plt_regs else tuple(layouts())
+        if eh is None and debug is None and exidx is None and not plts:
+            return None
         return Cfi(eh, hdr, debug, plts, plt_regs, exidx)
 
     def row(self, vaddr: int) -> Row | None:
@@ -395,10 +393,11 @@ class Cfi:
             row = self._lookup(0, self._eh, vaddr)
         if row is None and self._debug is not None:
             row = self._lookup(1, self._debug, vaddr)
-        if row is None and self._exidx is not None:
-            row = self._exidx.row(vaddr)
         if row is None and self._plts:
             row = _plt_row(self._plts, self._plt_regs, vaddr)
+        # after the PLTs: an index entry's range has no end but the next entry's start
+        if row is None and self._exidx is not None:
+            row = self._exidx.row(vaddr)
         self._rows[vaddr] = row
         return row
 
@@ -457,8 +456,8 @@ def _plt_row(plts: tuple, regs: tuple, vaddr: int) -> Row | None:
     """The row of PLT code at `vaddr` that no FDE covers, from the PLT's layout (ElfImage.
     plt_layouts): the CFA is the stack pointer plus what the code at `vaddr` has pushed
     (and the return address, where a call pushes it, as GNU ld's CFI for x86 PLTs has it);
-    the return address is there or in its register."""
-    sp, ra, word, pushed = regs
+    the return address is below the CFA where the layout says, else in its register."""
+    sp, ra = regs
     for lo, hi, header, header_steps, size, entry_steps in plts:
         if lo <= vaddr < hi:
             off = vaddr - lo
@@ -467,11 +466,11 @@ def _plt_row(plts: tuple, regs: tuple, vaddr: int) -> Row | None:
             else:
                 within = (off - header) % size
                 start, steps = vaddr - within, entry_steps
-            cfa = 0
-            for at, above in steps:
+            cfa = saved = 0
+            for at, above, ra_at in steps:
                 if within >= at:
-                    cfa = above
-            return Row((CFA_REG, sp, cfa), {ra: (OFFSET, -word)} if pushed else {}, ra, False,
+                    cfa, saved = above, ra_at
+            return Row((CFA_REG, sp, cfa), {ra: (OFFSET, saved)} if saved else {}, ra, False,
                        start, start + (header if steps is header_steps else size))
     return None
 

@@ -122,7 +122,7 @@ class ElfImage(FallbackNames):
         self._enclosing: list[int] | None = None  # symtab.enclosing_sized, on first need
         self._alloc: tuple[list[int], list[_Section]] | None = None
         self._plt: tuple[int, dict[int, str | tuple[int, int]], bytes] | None = None
-        self._plt_entries: dict[str, tuple[list[int], list[int]]] = {}  # aarch64's, by section
+        self._plt_entries: dict[str, tuple[list[int], list[int]]] = {}  # aarch64's, Arm's, by section
         self._cache: CacheRecord | None = None
         self._parse_headers()
 

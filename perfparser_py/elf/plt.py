@@ -12,6 +12,7 @@ from .constants import (
     DT_PLTGOT,
     EM_386,
     EM_AARCH64,
+    EM_ARM,
     EM_RISCV,
     EM_X86_64,
     R_AARCH64_IRELATIVE,
@@ -32,8 +33,18 @@ _BTI_C = 0xD503245F
 _STP_X16_X30 = 0xA9BF7BF0  # stp x16, x30, [sp, #-16]!: the lazy header's first store
 _ADRP_X16 = (0x9F00001F, 0x90000010)
 _LDR_X17_X16 = (0xFFC003FF, 0xF9400211)
-# an aarch64 PLT section decoded at most: a real one holds a few thousand entries (~100 KiB)
+# 32-bit Arm PLT instructions (ARM state; the masks leave their immediates out): `add ip, pc,
+# #imm` and `add ip, ip, #imm` find the GOT slot `ldr pc, [ip, #off]!` loads (GNU ld's 12- and
+# 16-byte entries, lld's); lld's long entries load an offset instead, `ldr ip, [pc, #4]; add
+# ip, ip, pc; ldr pc, [ip]`; the lazy header first stores lr, `str lr, [sp, #-4]!`
+_ARM_ADD_IP_PC, _ARM_ADD_IP_IP, _ARM_IMM12 = 0xE28FC000, 0xE28CC000, 0xFFFFF000
+_ARM_LDR_PC_IP_UP, _ARM_LDR_PC_IP_DOWN = 0xE5BCF000, 0xE53CF000
+_ARM_LONG = (0xE59FC004, 0xE08CC00F, 0xE59CF000)
+_ARM_STR_LR = 0xE52DE004
+# a PLT section decoded at most: a real one holds a few thousand entries (~100 KiB)
 _MAX_PLT_BYTES = 1 << 24
+# the machines whose PLT entries are each found by the slot they load: no index naming
+_DECODED_PLTS = frozenset({EM_AARCH64, EM_ARM})
 
 
 class FallbackNames:
@@ -50,9 +61,10 @@ class FallbackNames:
             # GNU ld gives i386's .plt an entry size of 4, not its entries'
             size = sec.entsize if sec.entsize >= 8 else self._x86_plt_entry_size(sec)
             name = self._jump_slot_name(vaddr - (vaddr - sec.addr) % size, size)
-        elif self.e_machine == EM_AARCH64 and sec.name in (".plt", ".iplt") and self.is_64:
-            name = self._aarch64_plt_name(vaddr, sec)
-        if name is None and sec.entsize > 0 and sec.name == ".plt":  # (IBT: no jump to a slot)
+        elif self.e_machine in _DECODED_PLTS and sec.name in (".plt", ".iplt"):
+            name = self._decoded_plt_name(vaddr, sec)
+        if (name is None and sec.entsize > 0 and sec.name == ".plt"  # (IBT: no jump to a slot)
+                and self.e_machine not in _DECODED_PLTS):
             slot = (vaddr - sec.addr) // sec.entsize
             if slot > 0:
                 name = self._plt_name(slot)
@@ -62,21 +74,26 @@ class FallbackNames:
 
     def plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
         """What unwinding needs of the PLT sections, for where no CFI describes them (lld
-        emits none for its PLTs, GNU ld none on aarch64): per section (start, end, header
-        size, header steps, entry size, entry steps), a step being (offset in the header or
-        an entry, bytes from the stack pointer up to the caller's stack pointer from there
-        on). x86's lazy entry is `jmp *slot; push $index; jmp header` (IBT: `endbr64; push
-        $index; bnd jmp header`) in both linkers, its header `push GOT+8; jmp *GOT+16`, a
-        call having pushed the return address; `.plt.sec`, `.plt.got` and 8-byte entries
-        push nothing. aarch64's entries leave the stack alone (the return address stays in
-        x30), its header pushes x16 and x30 first (`stp x16, x30, [sp, #-16]!`); RISC-V's
-        PLT never touches the stack or ra (`auipc; ld; jalr t1`)."""
+        emits none for its PLTs, GNU ld none on aarch64 and Arm): per section (start, end,
+        header size, header steps, entry size, entry steps), a step being (offset in the
+        header or an entry; from there on, bytes from the stack pointer up to the caller's
+        stack pointer, and where the return address is: that many bytes from the caller's
+        stack pointer, 0 for its register). x86's lazy entry is `jmp *slot; push $index; jmp
+        header` (IBT: `endbr64; push $index; bnd jmp header`) in both linkers, its header
+        `push GOT+8; jmp *GOT+16`, a call having pushed the return address; `.plt.sec`,
+        `.plt.got` and 8-byte entries push nothing. aarch64's entries leave the stack alone
+        (the return address stays in x30), its header pushes x16 and x30 first (`stp x16,
+        x30, [sp, #-16]!`); 32-bit Arm's too (lr), its header stores lr first (`str lr,
+        [sp, #-4]!`) and then loads it; RISC-V's PLT never touches the stack or ra (`auipc;
+        ld; jalr t1`)."""
         if self.e_machine in (EM_X86_64, EM_386):
             return self._x86_plt_layouts()
         if self.e_machine == EM_AARCH64 and self.is_64:
             return self._aarch64_plt_layouts()
+        if self.e_machine == EM_ARM:
+            return self._arm_plt_layouts()
         if self.e_machine == EM_RISCV:  # header and entries leave the stack and ra alone
-            return [(sec.addr, sec.addr + sec.size, 0, (), 16, ((0, 0),))
+            return [(sec.addr, sec.addr + sec.size, 0, (), 16, ((0, 0, 0),))
                     for sec in self._sections if sec.name == ".plt" and sec.size]
         return []
 
@@ -90,16 +107,17 @@ class FallbackNames:
             code = self.read(sec.addr, min(sec.size, 2 * size)) or b""
             header = code[:2] in (b"\xff\x35", b"\xff\xb3")  # push GOT+8 / 4(%ebx)
             entry = code[size:] if header else code
-            steps: tuple = ((0, word),)
+            ra = -word  # where the call pushed the return address, below its stack pointer
+            steps: tuple = ((0, word, ra),)
             if sec.name in (".plt", ".iplt") and size == 16:
                 if entry[:2] in (b"\xff\x25", b"\xff\xa3") and entry[6:7] == b"\x68":
-                    steps = ((0, word), (11, 2 * word))
+                    steps = ((0, word, ra), (11, 2 * word, ra))
                 elif entry[:4] in (b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfb") \
                         and entry[4:5] == b"\x68":
-                    steps = ((0, word), (9, 2 * word))
+                    steps = ((0, word, ra), (9, 2 * word, ra))
             # the header runs after an entry's push, then pushes the GOT's second word
             out.append((sec.addr, sec.addr + sec.size, size if header else 0,
-                        ((0, 2 * word), (6, 3 * word)), size, steps))
+                        ((0, 2 * word, ra), (6, 3 * word, ra)), size, steps))
         return out
 
     def _aarch64_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
@@ -111,8 +129,24 @@ class FallbackNames:
             code = self.read(sec.addr, 8) or b""
             stp = code.find(struct.pack(self._e + "I", _STP_X16_X30))
             header = 32 if stp in (0, 4) else 0  # after `bti c`, or not
-            out.append((sec.addr, sec.addr + sec.size, header, ((0, 0), (stp + 4, 16)),
-                        16, ((0, 0),)))
+            out.append((sec.addr, sec.addr + sec.size, header, ((0, 0, 0), (stp + 4, 16, 0)),
+                        16, ((0, 0, 0),)))
+        return out
+
+    def _arm_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
+        out = []
+        for name in (".plt", ".iplt"):
+            sec = self._by_name.get(name)
+            if sec is None or not sec.size:
+                continue
+            starts = self._plt_entries_of(sec)[0]
+            code = self.read(sec.addr, 4)
+            lazy = code is not None and struct.unpack(self._e + "I", code)[0] == _ARM_STR_LR
+            # the header: up to the first entry (GNU ld's 20 bytes, lld's 32); lr at the
+            # caller's stack pointer less 4 once stored
+            header = starts[0] - sec.addr if lazy and starts else 0
+            out.append((sec.addr, sec.addr + sec.size, header, ((0, 0, 0), (4, 4, -4)),
+                        4, ((0, 0, 0),)))
         return out
 
     def _x86_plt_entry_size(self, sec) -> int:
@@ -153,37 +187,31 @@ class FallbackNames:
         slot_addr = entry + at + 6 + struct.unpack_from("<i", code, at + 2)[0]
         return self._plt_name_at(slot_addr)
 
-    def _aarch64_plt_name(self, vaddr: int, sec) -> str | None:
-        """`name@plt` for an aarch64 PLT entry by the GOT slot it loads, `adrp x16, page;
-        ldr x17, [x16, #off]`, as objdump labels it and perf names it. Entries are 16 bytes,
-        24 or more with `bti c` before them or pointer authentication (`-z force-bti`, `-z
-        pac-plt`), and both linkers give `.plt` no entry size: an entry is found by its load,
-        from its `bti c` if it has one up to the next entry. The header (32 bytes) loads the
+    def _decoded_plt_name(self, vaddr: int, sec) -> str | None:
+        """`name@plt` for an aarch64 or 32-bit Arm PLT entry by the GOT slot it loads, as
+        objdump labels it. aarch64's entry is `adrp x16, page; ldr x17, [x16, #off]`: 16
+        bytes, 24 or more with `bti c` before it or pointer authentication (`-z force-bti`,
+        `-z pac-plt`), and neither linker gives `.plt` an entry size: an entry is found by
+        its load, from its `bti c` if it has one up to the next entry. Arm's (ARM state) adds
+        to pc in ip and loads pc from there: GNU ld's 12-byte entries (16 with `--long-plt`;
+        its `.plt` says 4 bytes an entry) and lld's 16-byte ones. A lazy header loads the
         resolver's reserved slot: no name."""
-        entries = self._plt_entries.get(sec.name)
-        if entries is None:
-            entries = self._plt_entries[sec.name] = self._aarch64_plt_entries(sec)
-        starts, slots = entries
+        starts, slots = self._plt_entries_of(sec)
         i = bisect_right(starts, vaddr) - 1
         return None if i < 0 else self._plt_name_at(slots[i])
 
-    def _aarch64_plt_entries(self, sec) -> tuple[list[int], list[int]]:
-        """(entry starts, the GOT slot each loads) of an aarch64 PLT section."""
-        code = (self.read(sec.addr, sec.size) if sec.size <= _MAX_PLT_BYTES else None) or b""
+    def _plt_entries_of(self, sec) -> tuple[list[int], list[int]]:
+        """(entry starts, the GOT slot each loads) of an aarch64 or Arm PLT section."""
+        entries = self._plt_entries.get(sec.name)
+        if entries is not None:
+            return entries
+        decode = (_arm_plt_entries if self.e_machine == EM_ARM else _aarch64_plt_entries
+                  if self.e_machine == EM_AARCH64 and self.is_64 else None)
+        code = (self.read(sec.addr, sec.size) if decode and sec.size <= _MAX_PLT_BYTES
+                else None) or b""
         insns = struct.unpack(self._e + f"{len(code) // 4}I", code[:len(code) & ~3])
-        starts: list[int] = []
-        slots: list[int] = []
-        for i in range(len(insns) - 1):
-            adrp, ldr = insns[i], insns[i + 1]
-            if adrp & _ADRP_X16[0] != _ADRP_X16[1] or ldr & _LDR_X17_X16[0] != _LDR_X17_X16[1]:
-                continue
-            pc = sec.addr + 4 * i
-            page = ((adrp >> 5) & 0x7FFFF) << 2 | (adrp >> 29) & 3
-            page -= (page & 1 << 20) << 1  # a signed 21-bit count of 4 KiB pages
-            starts.append(pc - 4 if i and insns[i - 1] == _BTI_C else pc)
-            slots.append(((pc & ~0xFFF) + (page << 12) + ((ldr >> 10) & 0xFFF) * 8)
-                         & 0xFFFFFFFFFFFFFFFF)
-        return starts, slots
+        entries = self._plt_entries[sec.name] = decode(sec.addr, insns) if decode else ([], [])
+        return entries
 
     def _plt_table(self) -> tuple[int, dict[int, str | tuple[int, int] | int], bytes]:
         """_build_plt's, built on first use."""
@@ -268,3 +296,53 @@ class FallbackNames:
                 if end > name_off:
                     out[r_offset] = (name_off, end)
         return (0 if got is None else got.addr, out, strs_b)
+
+
+def _aarch64_plt_entries(addr: int, insns: tuple) -> tuple[list[int], list[int]]:
+    """(entry starts, the GOT slot each loads) of the aarch64 PLT at `addr`."""
+    starts: list[int] = []
+    slots: list[int] = []
+    for i in range(len(insns) - 1):
+        adrp, ldr = insns[i], insns[i + 1]
+        if adrp & _ADRP_X16[0] != _ADRP_X16[1] or ldr & _LDR_X17_X16[0] != _LDR_X17_X16[1]:
+            continue
+        pc = addr + 4 * i
+        page = ((adrp >> 5) & 0x7FFFF) << 2 | (adrp >> 29) & 3
+        page -= (page & 1 << 20) << 1  # a signed 21-bit count of 4 KiB pages
+        starts.append(pc - 4 if i and insns[i - 1] == _BTI_C else pc)
+        slots.append(((pc & ~0xFFF) + (page << 12) + ((ldr >> 10) & 0xFFF) * 8)
+                     & 0xFFFFFFFFFFFFFFFF)
+    return starts, slots
+
+
+def _arm_plt_entries(addr: int, insns: tuple) -> tuple[list[int], list[int]]:
+    """(entry starts, the GOT slot each loads) of the 32-bit Arm PLT at `addr`: at each
+    `ldr pc, [ip, #off]!`, the `add ip, pc, #imm` and `add ip, ip, #imm` before it (pc reads
+    as its instruction's address + 8); at each of lld's long entries, the offset it loads."""
+    starts: list[int] = []
+    slots: list[int] = []
+    for i, insn in enumerate(insns):
+        if insns[i:i + 3] == _ARM_LONG and i + 3 < len(insns):
+            starts.append(addr + 4 * i)
+            slots.append((addr + 4 * i + 12 + insns[i + 3]) & 0xFFFFFFFF)
+            continue
+        masked = insn & _ARM_IMM12
+        if masked not in (_ARM_LDR_PC_IP_UP, _ARM_LDR_PC_IP_DOWN):
+            continue
+        slot = insn & 0xFFF if masked == _ARM_LDR_PC_IP_UP else -(insn & 0xFFF)
+        k = i - 1
+        while k >= 0 and insns[k] & _ARM_IMM12 == _ARM_ADD_IP_IP:
+            slot += _arm_immediate(insns[k])
+            k -= 1
+        if k < 0 or insns[k] & _ARM_IMM12 != _ARM_ADD_IP_PC:
+            continue
+        starts.append(addr + 4 * k)
+        slots.append((addr + 4 * k + 8 + _arm_immediate(insns[k]) + slot) & 0xFFFFFFFF)
+    return starts, slots
+
+
+def _arm_immediate(insn: int) -> int:
+    """The value of an ARM data-processing instruction's immediate: 8 bits rotated right by
+    twice its 4-bit rotation."""
+    rot, imm = (insn >> 8 & 0xF) * 2, insn & 0xFF
+    return (imm >> rot | imm << (32 - rot)) & 0xFFFFFFFF

@@ -27,7 +27,7 @@ def cfi_for_image(image) -> Cfi | None:
     """`image`'s unwind tables (elf.cfi.Cfi): with rows for its PLT code that no CFI covers
     in the terms of its machine's register table, and 32-bit Arm's index (elf.exidx)."""
     t = table_for_machine(image.e_machine, image.is_64)
-    plt_regs = () if t is None else (t.sp_dwarf, t.ra_dwarf, t.word, t.cfa_above_sp)
+    plt_regs = () if t is None else (t.sp_dwarf, t.ra_dwarf)
     exidx = ArmExidx.for_image(image) if image.e_machine == EM_ARM else None
     return Cfi.for_image(image, plt_regs, exidx)
 

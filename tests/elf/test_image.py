@@ -14,7 +14,7 @@ from elftools.elf.elffile import ELFFile
 from perfparser_py.demangle import demangle
 from perfparser_py.unwind.rules import cfi_for_image
 from perfparser_py.elf.image import ElfImage
-from tests import aarch64_programs
+from tests import aarch64_programs, arm_programs
 
 
 def nm_symbols(path: Path) -> list[tuple[int, int, str, str]]:
@@ -447,6 +447,23 @@ def test_aarch64_plt_entries_are_name_at_plt(tmp_path: Path, linker: str, output
         assert image.fallback_name(addr) == image.fallback_name(addr + 12) == name
     plt = image.section(".plt")[0]
     assert image.fallback_name(plt) == f"<.plt+{plt:x}>"
+
+
+@pytest.mark.parametrize("linker", list(arm_programs.LINKERS))
+def test_arm_plt_entries_are_name_at_plt(tmp_path: Path, linker: str) -> None:
+    """32-bit Arm PLT entries (`add ip, pc, #imm; add ip, ip, #imm; ldr pc, [ip, #off]!`)
+    are `name@plt` by the GOT slot they load, as GNU objdump labels GNU ld's and lld's
+    layout places lld's; the header is none. GNU ld gives `.plt` an entry size of 4 bytes,
+    by which upstream's index named every word a different slot."""
+    out = arm_programs.calls_through_plt(tmp_path, linker)
+    entries = arm_programs.plt_entries(out)
+    assert sorted(entries.values()) == ["ext1@plt", "ext2@plt", "ext3@plt"]
+    image = ElfImage.open(str(out))
+    for addr, name in entries.items():
+        assert image.fallback_name(addr) == image.fallback_name(addr + 8) == name
+    plt = image.section(".plt")[0]
+    assert [image.fallback_name(a) for a in (plt, plt + 4)] == [f"<.plt+{plt:x}>",
+                                                                f"<.plt+{plt + 4:x}>"]
 
 
 @pytest.mark.parametrize(("target", "linker"), [("aarch64-linux-gnu", "aarch64-linux-gnu-ld"),

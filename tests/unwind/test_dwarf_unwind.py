@@ -30,7 +30,7 @@ from perfparser_py.unwind.process import ModuleAt, Steps
 from perfparser_py.unwind.registers import arch_family, table_for, table_for_machine
 from perfparser_py.unwind.rules import cfi_for_image
 
-from tests import aarch64_programs
+from tests import aarch64_programs, arm_programs
 
 from . import perfdata_mini
 
@@ -343,6 +343,32 @@ def test_aarch64_plt_code_returns_to_the_link_register(tmp_path: Path, linker: s
         frames, _ = unwind("aarch64", 2, tuple(regs), (1 << 33) - 1, _words("Q", 0, 0, 0, 0),
                            space, History(), 1)
         assert frames == [addr, caller - 1]
+
+
+@pytest.mark.parametrize("linker", list(arm_programs.LINKERS))
+def test_arm_plt_code_returns_to_lr(tmp_path: Path, linker: str) -> None:
+    """No linker describes a 32-bit Arm PLT in CFI or its index (lld's index ends with a
+    "cannot unwind" entry over it): its entries leave sp and lr alone, and the lazy header
+    stores lr below sp first, then loads lr with the GOT's address. From every PLT address
+    the caller is lr's, the header's from the stack once stored."""
+    out = arm_programs.calls_through_plt(tmp_path, linker)
+    image = ElfImage.open(str(out))
+    cfi = cfi_for_image(image)
+    lo, hi = image.span()
+    space = _Modules(lambda a: (image, 0, cfi) if lo <= a < hi else None)
+    plt, code = image.section(".plt")
+    header = min(arm_programs.plt_entries(out)) - plt
+    caller = image.section(".text")[0] + 8  # in f
+    sp = 0x7000_0000
+    for addr in range(plt, plt + len(code), 4):
+        regs = [0x0100_0000 * k + 1 for k in range(16)]
+        # past the header's first instruction, lr holds the GOT's address, [sp] the caller
+        stored = plt + 4 <= addr < plt + header
+        regs[13], regs[14], regs[15] = sp, 0x5555 if stored else caller, addr
+        frames, _ = unwind("arm", 1, tuple(regs), (1 << 16) - 1,
+                           _words("I", caller if stored else 0x6666, 0, 0, 0),
+                           space, History(), 1)
+        assert frames == [addr, caller - 1], hex(addr)
 
 
 def test_riscv64_code_from_clang_unwinds(tmp_path: Path) -> None:
