@@ -88,10 +88,8 @@ class FallbackNames:
         ld; jalr t1`)."""
         if self.e_machine in (EM_X86_64, EM_386):
             return self._x86_plt_layouts()
-        if self.e_machine == EM_AARCH64 and self.is_64:
-            return self._aarch64_plt_layouts()
-        if self.e_machine == EM_ARM:
-            return self._arm_plt_layouts()
+        if self.e_machine == EM_AARCH64 and self.is_64 or self.e_machine == EM_ARM:
+            return self._link_register_plt_layouts()
         if self.e_machine == EM_RISCV:  # header and entries leave the stack and ra alone
             return [(sec.addr, sec.addr + sec.size, 0, (), 16, ((0, 0, 0),))
                     for sec in self._sections if sec.name == ".plt" and sec.size]
@@ -120,33 +118,29 @@ class FallbackNames:
                         ((0, 2 * word, ra), (6, 3 * word, ra)), size, steps))
         return out
 
-    def _aarch64_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
+    def _link_register_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
+        """aarch64's and 32-bit Arm's: a lazy header stores the link register (aarch64: with
+        x16, `stp x16, x30, [sp, #-16]!` after a `bti c` or not, 32 bytes; Arm: `str lr, [sp,
+        #-4]!`, up to the first entry: GNU ld's 20 bytes, lld's 32) and Arm's then reloads
+        it; the entries leave both alone."""
+        aarch64 = self.e_machine == EM_AARCH64
         out = []
         for name in (".plt", ".iplt"):
             sec = self._by_name.get(name)
             if sec is None or not sec.size:
                 continue
             code = self.read(sec.addr, 8) or b""
-            stp = code.find(struct.pack(self._e + "I", _STP_X16_X30))
-            header = 32 if stp in (0, 4) else 0  # after `bti c`, or not
-            out.append((sec.addr, sec.addr + sec.size, header, ((0, 0, 0), (stp + 4, 16, 0)),
-                        16, ((0, 0, 0),)))
-        return out
-
-    def _arm_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
-        out = []
-        for name in (".plt", ".iplt"):
-            sec = self._by_name.get(name)
-            if sec is None or not sec.size:
-                continue
-            starts = self._plt_entries_of(sec)[0]
-            code = self.read(sec.addr, 4)
-            lazy = code is not None and struct.unpack(self._e + "I", code)[0] == _ARM_STR_LR
-            # the header: up to the first entry (GNU ld's 20 bytes, lld's 32); lr at the
-            # caller's stack pointer less 4 once stored
-            header = starts[0] - sec.addr if lazy and starts else 0
-            out.append((sec.addr, sec.addr + sec.size, header, ((0, 0, 0), (4, 4, -4)),
-                        4, ((0, 0, 0),)))
+            if aarch64:
+                stp = code.find(struct.pack(self._e + "I", _STP_X16_X30))
+                header = 32 if stp in (0, 4) else 0
+                steps = ((0, 0, 0), (stp + 4, 16, 0))
+            else:
+                starts = self._plt_entries_of(sec)[0]
+                lazy = code[:4] == struct.pack(self._e + "I", _ARM_STR_LR)
+                header = starts[0] - sec.addr if lazy and starts else 0
+                steps = ((0, 0, 0), (4, 4, -4))  # lr below the caller's sp once stored
+            out.append((sec.addr, sec.addr + sec.size, header, steps, 16 if aarch64 else 4,
+                        ((0, 0, 0),)))
         return out
 
     def _x86_plt_entry_size(self, sec) -> int:

@@ -440,13 +440,20 @@ def test_aarch64_plt_entries_are_name_at_plt(tmp_path: Path, linker: str, output
     objdump assumes 16-byte entries), and the header none. An executable's entries are its
     functions' addresses: `bti c` comes first."""
     out = aarch64_programs.calls_through_plt(tmp_path, linker, output)
-    labels = aarch64_programs.plt_labels(out)
-    assert sorted(labels.values()) == ["ext1@plt", "ext2@plt", "ext3@plt"]
+    _assert_plt_names(out, aarch64_programs.plt_labels(out), 12)
+
+
+def _assert_plt_names(out: Path, entries: dict[int, str], last: int) -> None:
+    """`out`'s PLT `entries` (address -> `name@plt`: the three of CALLS) are named so from
+    their start to their instruction at `last` bytes, and its lazy header's first two
+    instructions are no entry's."""
+    assert sorted(entries.values()) == ["ext1@plt", "ext2@plt", "ext3@plt"]
     image = ElfImage.open(str(out))
-    for addr, name in labels.items():
-        assert image.fallback_name(addr) == image.fallback_name(addr + 12) == name
+    for addr, name in entries.items():
+        assert image.fallback_name(addr) == image.fallback_name(addr + last) == name
     plt = image.section(".plt")[0]
-    assert image.fallback_name(plt) == f"<.plt+{plt:x}>"
+    assert [image.fallback_name(a) for a in (plt, plt + 4)] == [f"<.plt+{plt:x}>",
+                                                                f"<.plt+{plt + 4:x}>"]
 
 
 @pytest.mark.parametrize("linker", list(arm_programs.LINKERS))
@@ -456,14 +463,7 @@ def test_arm_plt_entries_are_name_at_plt(tmp_path: Path, linker: str) -> None:
     layout places lld's; the header is none. GNU ld gives `.plt` an entry size of 4 bytes,
     by which upstream's index named every word a different slot."""
     out = arm_programs.calls_through_plt(tmp_path, linker)
-    entries = arm_programs.plt_entries(out)
-    assert sorted(entries.values()) == ["ext1@plt", "ext2@plt", "ext3@plt"]
-    image = ElfImage.open(str(out))
-    for addr, name in entries.items():
-        assert image.fallback_name(addr) == image.fallback_name(addr + 8) == name
-    plt = image.section(".plt")[0]
-    assert [image.fallback_name(a) for a in (plt, plt + 4)] == [f"<.plt+{plt:x}>",
-                                                                f"<.plt+{plt + 4:x}>"]
+    _assert_plt_names(out, arm_programs.plt_entries(out), 8)
 
 
 @pytest.mark.parametrize(("target", "linker"), [("aarch64-linux-gnu", "aarch64-linux-gnu-ld"),
