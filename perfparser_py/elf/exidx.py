@@ -25,7 +25,6 @@ from .cfi import CFA_REG, OFFSET, Row
 
 _SP, _LR, _PC = 13, 14, 15
 _CANTUNWIND = 1
-_MAX_EXTAB_WORDS = 256  # extra instruction words an .ARM.extab entry may announce (8 bits)
 
 
 class ArmExidx:
@@ -48,7 +47,7 @@ class ArmExidx:
         base, data = sec
         fmt = "<I" if image.little_endian else ">I"
         n = len(data) // 8
-        table = struct.unpack_from(fmt[0] + "I" * (2 * n), data)
+        table = struct.unpack_from(f"{fmt[0]}{2 * n}I", data)
         pairs = sorted((_prel31(table[2 * i], base + 8 * i) & ~1, base + 8 * i, table[2 * i + 1])
                        for i in range(n))
 
@@ -107,7 +106,7 @@ class ArmExidx:
             if data is None:
                 return None
             head, more = data.to_bytes(4, "big")[1:], data >> 24
-        words = [self._word(at + 4 * (k + 1)) for k in range(min(more, _MAX_EXTAB_WORDS))]
+        words = [self._word(at + 4 * (k + 1)) for k in range(more)]  # at most 255
         if None in words:
             return None
         return head + b"".join(w.to_bytes(4, "big") for w in words)
