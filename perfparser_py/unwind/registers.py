@@ -67,7 +67,10 @@ def table_for(arch: str, abi: int) -> RegTable | None:
     if family == "arm":
         return ARM
     if family == "aarch64":
-        return AARCH64
+        # a 32-bit (AArch32) process on an arm64 kernel (Raspberry Pi OS's 32-bit userland
+        # on its arm64 kernel): its samples' ABI is 32-bit, and the kernel gives a 32-bit
+        # consumer its r0-r15 as perf registers 0-15, the pc at 15 (perf_regs.c of arm64)
+        return ARM if abi == 1 else AARCH64
     if family == "riscv":
         return RISCV64 if abi == 2 else None
     return None

@@ -148,6 +148,31 @@ def test_a_stripped_arm_library_unwinds_as_with_its_debug_frame(tmp_path: Path,
     assert walks[1] == walks[0]
 
 
+def test_a_32_bit_process_on_an_arm64_kernel_unwinds_as_on_arm(tmp_path: Path) -> None:
+    """An AArch32 process recorded on an arm64 kernel (`perf record` there names the machine
+    aarch64): its samples' register ABI is 32-bit, the mask aarch64's 33 registers, r0-r15 the
+    first 16 (sp, lr and the pc also at 31, 30 and 32). Its walk is a 32-bit Arm one: the
+    same frames as from an arm kernel's sample."""
+    lib = _build(tmp_path, "clang", "thumb-O2", False)
+    image = ElfImage.open(str(lib))
+    cfi = cfi_for_image(image)
+    returns = [ra for ra in _returns(lib) if cfi.row(ra - 1).cfa[2] < 256]
+    sp = 0x7000_0000
+    words = memoryview(struct.pack("<1024I", *(
+        returns[k // 2 % len(returns)] | 1 if k % 2 else sp + 4 * k + 16 for k in range(1024))))
+    arm = [0x0100_0000 * k + 1 for k in range(16)]
+    arm[7] = arm[11] = sp + 8
+    arm[13], arm[14], arm[15] = sp, returns[1] | 1, returns[0] - 2
+    compat = [*arm, *(0xDEAD0000 + k for k in range(16, 30)), arm[14], sp, arm[15]]
+    walks = []
+    for arch, regs in (("arm", arm), ("aarch64", compat)):
+        packed, _ = dwarf.unwind(arch, 1, tuple(regs), (1 << len(regs)) - 1, words,
+                                 _Space(image, cfi), History(), 24)
+        walks.append(list(array("Q", packed)))
+    assert len(walks[0]) >= 10
+    assert walks[1] == walks[0]
+
+
 # ---------------------------------------------------------------- opcode by opcode
 
 def _regs(row) -> dict[int, int]:

@@ -668,6 +668,7 @@ def test_register_tables() -> None:
     assert table_for("x86", 2).dwarf_from_perf[:8] == (0, 3, 2, 1, 4, 5, 6, 7)
     assert table_for("x86", 1).dwarf_from_perf == (0, 2, 3, 1, 7, 6, 4, 5, 8)
     assert table_for("aarch64", 2).sp_perf == 31 and table_for("arm", 1).ip_perf == 15
+    assert table_for("aarch64", 1) is table_for("arm", 1)  # AArch32 on an arm64 kernel
     assert table_for("mips", 2) is None
     # an image's machine picks its table: x86-64's and i386's code, x32's none
     assert table_for_machine(62, True) is table_for("x86", 2)
