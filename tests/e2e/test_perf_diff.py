@@ -558,6 +558,10 @@ AGREEING = {"signals", "system-wide"}
 SIGNAL_STACKS = {"signals"}
 # recordings built to have samples in PLT entries (which perf 6.1 names after `_init` or not)
 PLT_STACKS = {"plt-lld"}
+# recordings where perf's libunwind ends a few stacks early, by chance (cc1plus: 1-5 of
+# 586-850 samples on one machine, none on another): there ours must go on to the thread's
+# entry from perf's frames (tools/perfdiff's class), not stop with perf
+EARLY_STOPS = {"g++ (cc1plus)"}
 
 
 @pytest.mark.parametrize("name", list(RECORDINGS))
@@ -577,7 +581,8 @@ def test_stacks_match_perf_script(name: str, tmp_path: Path) -> None:
     # elsewhere stacks must be identical but where perf labels a PLT entry after the size-0
     # symbol before it (perf 6.1's naming, not its unwinding): how many samples land in a PLT
     # stub is chance (c-dwarf: 0-7 of 1165, against a margin of 5)
-    strict = rep.identical + rep.perf_plt_label
+    strict = rep.identical + rep.perf_plt_label + (
+        rep.perf_stopped_early if name in EARLY_STOPS else 0)
     assert rep.share(rep.agreeing if name in AGREEING else strict) >= THRESHOLD, report
     if name in SIGNAL_STACKS:
         assert rep.perf_signal_pc > 0, report  # the handler's stacks were sampled
