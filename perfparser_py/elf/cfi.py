@@ -352,8 +352,8 @@ class Cfi:
     def for_image(image, plt_regs: tuple = (), exidx=None) -> Cfi | None:
         """Index the unwind tables of `image`; None if it has none. `plt_regs`: the DWARF
         numbers of its machine's stack pointer and return address column
-        (unwind.rules.cfi_for_image), for rows of PLT code no FDE covers; none without it. `exidx`: its 32-bit Arm index (elf.exidx),
-        for functions no FDE covers."""
+        (unwind.rules.cfi_for_image), for rows of PLT code no FDE covers; none without it.
+        `exidx`: its 32-bit Arm index (elf.exidx), for functions no FDE covers."""
         little = image.little_endian
         asize = 8 if image.is_64 else 4
         aarch64 = image.e_machine == EM_AARCH64
