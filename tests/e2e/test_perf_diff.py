@@ -251,7 +251,7 @@ def rec_sqlite3(tmp: Path):
 def rec_xz(tmp: Path):
     text = tmp / "input.txt"
     with text.open("w") as f:
-        for i in range(50000):
+        for i in range(120000):  # ~1 s of xz: 500 samples and more on a fast machine
             f.write(f"{i} {i * 2654435761 % 1000003} line of text {i % 97}\n")
     return _record(tmp / "xz.data", DWARF, ["xz", "-6", "-T1", "-k", "-f", str(text)]), []
 
@@ -274,7 +274,8 @@ def rec_cc1plus(tmp: Path):
     line = next(ln for ln in shown.splitlines() if "cc1plus" in ln)
     cmd = [arg.strip('"') for arg in line.split()]
     cmd[cmd.index("-o") + 1] = str(tmp / "unit.s")
-    return _record(tmp / "cc1plus.data", DWARF, cmd), []
+    # its one compile is ~0.5-0.9 s of CPU on today's machines: 1999 Hz keeps 500 samples
+    return _record(tmp / "cc1plus.data", DWARF, cmd, rate=("-F", "1999")), []
 
 
 def rec_c_dwarf(tmp: Path):
