@@ -31,6 +31,8 @@ from perfparser_py.perfdata.abi import (
     SAMPLE_CALLCHAIN,
     SAMPLE_IP,
     SAMPLE_PERIOD,
+    SAMPLE_REGS_USER,
+    SAMPLE_STACK_USER,
     SAMPLE_TID,
     SAMPLE_TIME,
 )
@@ -51,16 +53,22 @@ def body(rtype: int, **fields) -> bytes:
 class PipeWriter:
     def __init__(self, sample_type: int = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CALLCHAIN
                  | SAMPLE_PERIOD,
-                 clockid: int | None = None) -> None:
-        """clockid: recorded with `perf record -k CLOCKID` (a VER3 attr with use_clockid)."""
+                 clockid: int | None = None, regs_user: int = 0) -> None:
+        """clockid: recorded with `perf record -k CLOCKID` (a VER3 attr with use_clockid).
+        regs_user: `--call-graph dwarf`'s user registers (sample_regs_user; the samples then
+        carry them and a stack copy: a VER3 attr)."""
+        if regs_user:
+            sample_type |= SAMPLE_REGS_USER | SAMPLE_STACK_USER
         self.sample_type = sample_type
+        self.nregs = bin(regs_user).count("1")
         self.out = bytearray(b"PERFILE2" + struct.pack("<Q", 16))
         # VER0 perf_event_attr: software cpu-clock, sampling period 1000
         flags = FLAG_SAMPLE_ID_ALL | (FLAG_USE_CLOCKID if clockid is not None else 0)
         attr = attr_struct(False).build(dict(
-            type=1, size=64 if clockid is None else 96, config=0, sample_period=1000,
-            sample_type=sample_type, read_format=0, flags=flags, wakeup_events=0, bp_type=0,
-            config1=0, clockid=clockid or 0))
+            type=1, size=64 if clockid is None and not regs_user else 96, config=0,
+            sample_period=1000, sample_type=sample_type, read_format=0, flags=flags,
+            wakeup_events=0, bp_type=0, config1=0, clockid=clockid or 0,
+            sample_regs_user=regs_user, sample_stack_user=8192 if regs_user else 0))
         self._record(RECORD_HEADER_ATTR, 0, attr + struct.pack("<Q", 1))
 
     def _record(self, rtype: int, misc: int, body: bytes) -> None:
@@ -113,14 +121,19 @@ class PipeWriter:
                     time=time, misc=RECORD_MISC_KERNEL)
 
     def sample(self, pid: int, tid: int, time: int, ip: int, callchain: list[int] | None = None,
-               period: int = 1000, kernel: bool = False, chain: list[int] | None = None) -> None:
-        """callchain: the frames after the context marker; chain: the whole chain as given."""
+               period: int = 1000, kernel: bool = False, chain: list[int] | None = None,
+               regs: tuple[int, ...] = (), abi: int = 2, stack: bytes = b"") -> None:
+        """callchain: the frames after the context marker; chain: the whole chain as given.
+        regs, abi, stack: the user registers (regs_user's) and the stack copy."""
         if chain is None:
             context = CONTEXT_KERNEL if kernel else CONTEXT_USER
             chain = [context, *(callchain if callchain is not None else [ip])]
-        data = sample_struct(self.sample_type, 0, 0, False, False).build(dict(
+        user = self.sample_type & SAMPLE_REGS_USER
+        data = sample_struct(self.sample_type, 0, self.nregs, False, False).build(dict(
             ip=ip, pid=pid, tid=tid, time=time, period=period,
-            callchain=chain if self.sample_type & SAMPLE_CALLCHAIN else None))
+            callchain=chain if self.sample_type & SAMPLE_CALLCHAIN else None,
+            regs_user=dict(abi=abi, regs=list(regs)) if user else None,
+            stack_user=dict(size=len(stack), data=stack, dyn_size=len(stack)) if user else None))
         self._record(RECORD_SAMPLE, RECORD_MISC_KERNEL if kernel else RECORD_MISC_USER, data)
 
     def callchain_deferred(self, pid: int, tid: int, time: int, cookie: int,

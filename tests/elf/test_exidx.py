@@ -4,7 +4,6 @@ by opcode against Arm's EHABI."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import struct
 import subprocess
@@ -20,64 +19,9 @@ from perfparser_py.unwind import dwarf
 from perfparser_py.unwind.history import History
 from perfparser_py.unwind.process import ModuleAt
 from perfparser_py.unwind.rules import cfi_for_image
+from tests import arm_programs
 
 EM_ARM = 40
-
-C_PROGRAM = r"""
-#include <alloca.h>
-extern int ext(int);
-__attribute__((noinline)) int leaf(int x) { return ext(x) * 3; }
-__attribute__((noinline)) int vla(int n) {
-    int *p = alloca(n * 4); for (int i = 0; i < n; i++) p[i] = ext(i); return ext(p[n / 2]); }
-__attribute__((noinline)) int big(int x) {
-    volatile int a[70000]; for (int i = 0; i < 70000; i += 1000) a[i] = ext(i + x);
-    return a[x] + ext(x); }
-__attribute__((noinline)) double fl(double d, int x) {
-    double v = d; for (int i = 0; i < x; i++) v = v * d + ext(i); return v + leaf(x); }
-__attribute__((noinline)) int many(int a, int b, int c, int d) {
-    int r = ext(a) + ext(b); double z = ext(c) * 1.5 + d; return r + (int)(z * d) + ext(d); }
-int top(int x) { return (int)fl(1.5, x) + vla(x) + big(x) + many(x, x + 1, x + 2, x + 3); }
-"""
-CXX_PROGRAM = r"""
-extern "C" int ext(int);
-struct Guard { ~Guard(); };
-__attribute__((noinline)) int guarded(int x) { Guard g; return ext(x) + ext(x + 1); }
-int top(int x) { try { return guarded(x) + ext(2); } catch (...) { return -1; } }
-"""
-# compilers for 32-bit Arm and their flags: ARM and Thumb code, with and without a frame
-# pointer; C++ has unwind tables for its exceptions, C gets them asked for (GCC's armhf
-# glibc is built so)
-COMPILERS = {"clang": ["clang", "--target=armv7-linux-gnueabihf", "-funwind-tables"],
-             "gcc": ["arm-linux-gnueabihf-gcc", "-funwind-tables"]}
-VARIANTS = {"arm-O2": ["-O2", "-marm"], "thumb-O2": ["-O2", "-mthumb"],
-            "thumb-O0": ["-O0", "-mthumb"], "arm-Os": ["-Os", "-marm"],
-            "thumb-fp": ["-O2", "-mthumb", "-fno-omit-frame-pointer"],
-            "arm-fp": ["-O2", "-marm", "-fno-omit-frame-pointer"]}
-
-
-def _build(tmp: Path, compiler: str, variant: str, cxx: bool) -> Path:
-    src = tmp / ("p.cc" if cxx else "p.c")
-    src.write_text(CXX_PROGRAM if cxx else C_PROGRAM)
-    cc = COMPILERS[compiler]
-    if cxx:
-        cc = [cc[0].replace("gcc", "g++").replace("clang", "clang++"), *cc[1:]]
-    obj = tmp / "p.o"
-    subprocess.run([*cc, *VARIANTS[variant], "-g", "-fPIC", "-c", str(src), "-o", str(obj)],
-                   check=True, capture_output=True)
-    lib = tmp / "libp.so"
-    subprocess.run(["ld.lld", "-shared", str(obj), "-o", str(lib)], check=True)
-    return lib
-
-
-def _returns(lib: Path) -> list[int]:
-    """The return address of every call (bl, blx) in `lib`'s code."""
-    lines = [ln for ln in subprocess.run(["llvm-objdump", "-d", "--no-show-raw-insn", str(lib)],
-                                         capture_output=True, text=True, check=True
-                                         ).stdout.splitlines()
-             if re.match(r"\s*[0-9a-f]+:", ln)]
-    return [int(lines[k + 1].split(":")[0], 16) for k, ln in enumerate(lines[:-1])
-            if re.match(r"\s*[0-9a-f]+:\s+blx?\s", ln)]
-
 
 def _rules(row) -> tuple:
     """What a row says of the caller's core registers: the CFA and where each was saved."""
@@ -85,18 +29,18 @@ def _rules(row) -> tuple:
 
 
 @pytest.mark.parametrize("cxx", [False, True], ids=["c", "c++"])
-@pytest.mark.parametrize("variant", list(VARIANTS))
-@pytest.mark.parametrize("compiler", list(COMPILERS))
+@pytest.mark.parametrize("variant", list(arm_programs.VARIANTS))
+@pytest.mark.parametrize("compiler", list(arm_programs.COMPILERS))
 def test_index_rows_agree_with_debug_frame_at_every_call(tmp_path: Path, compiler: str,
                                                          variant: str, cxx: bool) -> None:
     """At every call's return address (where a caller's frame stands during the call) the
     index entry's row saves the same core registers at the same places and gives the same
     CFA as the compiler's own .debug_frame: alloca (the stack pointer from a frame
     pointer), a 280 KB frame, VFP registers, C++'s personality routine's .ARM.extab entries."""
-    lib = _build(tmp_path, compiler, variant, cxx)
+    lib = arm_programs.build(tmp_path, compiler, variant, cxx)
     image = ElfImage.open(str(lib))
     dwarf, index = Cfi.for_image(image), ArmExidx.for_image(image)
-    returns = _returns(lib)
+    returns = arm_programs.returns(lib)
     assert len(returns) >= (3 if cxx else 12)
     for ra in returns:
         expected = dwarf.row(ra - 1)
@@ -117,31 +61,21 @@ class _Space(ModuleAt):
 def test_a_stripped_arm_library_unwinds_as_with_its_debug_frame(tmp_path: Path,
                                                                 variant: str) -> None:
     """A library without DWARF CFI (stripped, as a distribution's armhf one is) unwinds
-    frame after frame from its index: the same walk as with its .debug_frame. The stack's
-    words at 4 mod 8 (where an 8-byte aligned frame keeps lr, below its CFA) are return
-    addresses into the library, the others addresses a little up the stack (where a frame
-    keeps its frame pointer, below lr): a row that reads another word than the CFI's, or
-    takes its CFA from another register, parts the walks."""
-    lib = _build(tmp_path, "clang", variant, False)
+    frame after frame from its index: the same walk as with its .debug_frame, over a stack
+    of return addresses and frame pointers (arm_programs.walkable_stack)."""
+    lib = arm_programs.build(tmp_path, "clang", variant, False)
     stripped = tmp_path / "stripped.so"
     subprocess.run(["llvm-objcopy", "--strip-debug", str(lib), str(stripped)], check=True)
     full = cfi_for_image(ElfImage.open(str(lib)))
     # calls from frames that fit the stack copy (not the 280 KB one)
-    returns = [ra for ra in _returns(lib) if full.row(ra - 1).cfa[2] < 256]
-    thumb = 1 if "thumb" in variant else 0
-    sp = 0x7000_0000
-    words = memoryview(struct.pack("<1024I", *(
-        returns[k // 2 % len(returns)] | thumb if k % 2 else sp + 4 * k + 16
-        for k in range(1024))))
+    calls = [ra for ra in arm_programs.returns(lib) if full.row(ra - 1).cfa[2] < 256]
+    words, regs = arm_programs.walkable_stack(calls, "thumb" in variant, 0x7000_0000)
     walks = []
     for path in (lib, stripped):
         image = ElfImage.open(str(path))
         cfi = cfi_for_image(image)
         assert (cfi._debug is None) == (path == stripped)
-        regs = [0x0100_0000 * k + 1 for k in range(16)]
-        regs[7] = regs[11] = sp + 8
-        regs[13], regs[14], regs[15] = sp, returns[1] | thumb, returns[0] - 2
-        packed, _ = dwarf.unwind("arm", 1, tuple(regs), (1 << 16) - 1, words,
+        packed, _ = dwarf.unwind("arm", 1, tuple(regs), (1 << 16) - 1, memoryview(words),
                                  _Space(image, cfi), History(), 24)
         walks.append(list(array("Q", packed)))
     assert len(walks[0]) >= 10
@@ -153,20 +87,15 @@ def test_a_32_bit_process_on_an_arm64_kernel_unwinds_as_on_arm(tmp_path: Path) -
     aarch64): its samples' register ABI is 32-bit, the mask aarch64's 33 registers, r0-r15 the
     first 16 (sp, lr and the pc also at 31, 30 and 32). Its walk is a 32-bit Arm one: the
     same frames as from an arm kernel's sample."""
-    lib = _build(tmp_path, "clang", "thumb-O2", False)
+    lib = arm_programs.build(tmp_path, "clang", "thumb-O2", False)
     image = ElfImage.open(str(lib))
     cfi = cfi_for_image(image)
-    returns = [ra for ra in _returns(lib) if cfi.row(ra - 1).cfa[2] < 256]
-    sp = 0x7000_0000
-    words = memoryview(struct.pack("<1024I", *(
-        returns[k // 2 % len(returns)] | 1 if k % 2 else sp + 4 * k + 16 for k in range(1024))))
-    arm = [0x0100_0000 * k + 1 for k in range(16)]
-    arm[7] = arm[11] = sp + 8
-    arm[13], arm[14], arm[15] = sp, returns[1] | 1, returns[0] - 2
-    compat = [*arm, *(0xDEAD0000 + k for k in range(16, 30)), arm[14], sp, arm[15]]
+    calls = [ra for ra in arm_programs.returns(lib) if cfi.row(ra - 1).cfa[2] < 256]
+    words, arm = arm_programs.walkable_stack(calls, True, 0x7000_0000)
+    compat = [*arm, *(0xDEAD0000 + k for k in range(16, 30)), arm[14], arm[13], arm[15]]
     walks = []
     for arch, regs in (("arm", arm), ("aarch64", compat)):
-        packed, _ = dwarf.unwind(arch, 1, tuple(regs), (1 << len(regs)) - 1, words,
+        packed, _ = dwarf.unwind(arch, 1, tuple(regs), (1 << len(regs)) - 1, memoryview(words),
                                  _Space(image, cfi), History(), 24)
         walks.append(list(array("Q", packed)))
     assert len(walks[0]) >= 10
@@ -274,5 +203,6 @@ def test_thumb_functions_start_at_their_even_address() -> None:
 
 def test_toolchains_present() -> None:
     """The compilers the tests above need (CI installs them)."""
-    for tool in ("clang", "arm-linux-gnueabihf-gcc", "ld.lld", "llvm-objdump"):
+    for tool in ("clang", "ld.lld", "llvm-objdump", "arm-linux-gnueabihf-ld",
+                 "arm-linux-gnueabihf-objdump"):
         assert shutil.which(tool), tool
