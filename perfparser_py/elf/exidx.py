@@ -10,8 +10,9 @@ after its prologue, inline or in .ARM.extab. `ArmExidx.row(vaddr)` gives that pr
 Row, the form DWARF CFI takes (elf.cfi): the caller's stack pointer (the CFA) is the stack
 pointer (or the register the program moves into it, a frame pointer) plus what the pops and
 adjustments move it by, each popped register saved at its offset from there, the return
-address in the popped pc or else in lr. An index entry describes no prologue or epilogue; at
-a function's first instruction, though, nothing has run yet: there the caller is lr and the
+address in the popped pc or else in lr; a register context popped whole, sp among it, is a
+signal frame (`_context_row`). An index entry describes no prologue or epilogue; at a
+function's first instruction, though, nothing has run yet: there the caller is lr and the
 CFA is sp (AAPCS). Rows are made once per function; malformed entries give no row, never
 raise.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 
-from .cfi import CFA_REG, OFFSET, Row
+from .cfi import CFA_EXPR, CFA_REG, EXPR, OFFSET, Row
 
 _SP, _LR, _PC = 13, 14, 15
 _CANTUNWIND = 1
@@ -120,21 +121,22 @@ def _prel31(word: int, place: int) -> int:
 
 def _row(ops: bytes, lo: int, hi: int) -> Row | None:
     """The Row of unwinding instructions `ops` (EHABI §10.3) for [lo, hi); None where they
-    refuse to unwind, say something a Row cannot (a popped sp, the stack pointer taken from
-    a register after pops), or are reserved or spare."""
+    refuse to unwind, say something a Row cannot (the stack pointer taken from a register
+    after pops, anything after sp is popped), or are reserved or spare."""
     base, vsp = _SP, 0  # the stack pointer as it unwinds: register `base` plus vsp
     saved: dict[int, int] = {}  # register -> where it was popped, as such a vsp
+    sp_at = None  # where sp itself was popped
     i, n = 0, len(ops)
 
-    def pop(mask: int, first: int) -> bool:
-        nonlocal vsp
+    def pop(mask: int, first: int) -> None:
+        nonlocal vsp, sp_at
         for k in range(16 - first):
             if mask >> k & 1:
                 if first + k == _SP:
-                    return False  # the stack pointer itself loaded from the stack
-                saved[first + k] = vsp
+                    sp_at = vsp
+                else:
+                    saved[first + k] = vsp
                 vsp += 4
-        return True
 
     while i < n:
         op = ops[i]
@@ -149,8 +151,12 @@ def _row(ops: bytes, lo: int, hi: int) -> Row | None:
                 return None
             i += 1
             mask = (op & 0x0F) << 8 | nxt
-            if mask == 0 or not pop(mask, 4):  # refuse to unwind, or sp popped
+            if mask == 0:  # refuse to unwind
                 return None
+            pop(mask, 4)
+            if sp_at is not None:  # a whole register context: nothing may follow it
+                return _context_row(base, saved, sp_at, lo, hi) \
+                    if ops[i:i + 1] in (b"", b"\xb0") else None
         elif op < 0xA0:
             reg = op & 0x0F
             if reg in (_SP, _PC) or saved:
@@ -196,3 +202,24 @@ def _row(ops: bytes, lo: int, hi: int) -> Row | None:
     ra = _PC if _PC in saved else _LR
     return Row((CFA_REG, base, vsp), {reg: (OFFSET, at - vsp) for reg, at in saved.items()},
                ra, False, lo, hi)
+
+
+def _context_row(base: int, saved: dict[int, int], sp_at: int, lo: int, hi: int) -> Row:
+    """The row of a register context popped whole, sp among it: glibc's signal return
+    trampolines (`__default_sa_restorer`, `.save {r0-r15}` over the signal frame's
+    sigcontext) describe the interrupted code's registers so. The caller's sp (the CFA) is
+    the word saved for it and every other register its word, each at `base` plus its offset
+    (DWARF expressions: they lie at the old stack pointer, not the CFA); the frame is a
+    signal frame, whose caller's pc is where it was interrupted, not a return address."""
+
+    def at(off: int) -> bytes:  # DW_OP_breg<base> off (SLEB128)
+        out = bytearray([0x70 + base])
+        while True:
+            byte, off = off & 0x7F, off >> 7
+            if (off == 0 and not byte & 0x40) or (off == -1 and byte & 0x40):
+                return bytes(out + bytes([byte]))
+            out.append(byte | 0x80)
+
+    return Row((CFA_EXPR, at(sp_at) + b"\x06", 0),  # DW_OP_deref
+               {reg: (EXPR, at(off)) for reg, off in saved.items()},
+               _PC if _PC in saved else _LR, True, lo, hi)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from perfparser_py.elf.cfi import CFA_REG, OFFSET, Cfi
+from perfparser_py.elf.cfi import CFA_EXPR, CFA_REG, EXPR, OFFSET, Cfi
 from perfparser_py.elf.exidx import ArmExidx, _row
 from perfparser_py.elf.image import ElfImage
 from perfparser_py.unwind import dwarf
@@ -131,14 +131,25 @@ def test_the_stack_pointer_from_a_frame_pointer() -> None:
     assert _row(bytes([0xA8, 0x9B]), 0, 4) is None
 
 
+def test_a_popped_register_context_is_a_signal_frame() -> None:
+    """glibc's armhf signal trampolines: `.pad #32`, `.save {r0-r15}` (vsp += 32; pop r0-r3;
+    pop r4-r15): the caller's sp is the word saved for it, the others their words, all
+    below the old sp (DWARF expressions), and the caller's pc is no return address."""
+    row = _row(bytes([0x07, 0xB1, 0x0F, 0x8F, 0xFF, 0xB0]), 0, 4)
+    assert row.signal and row.ra == 15
+    assert row.cfa == (CFA_EXPR, bytes([0x7D, 0xD4, 0x00, 0x06]), 0)  # [sp + 84]
+    assert row.regs[0] == (EXPR, bytes([0x7D, 32])) and 13 not in row.regs
+    assert row.regs[15] == (EXPR, bytes([0x7D, 0xDC, 0x00]))  # sp + 92
+
+
 def test_a_popped_pc_is_the_return_address() -> None:
     row = _row(bytes([0x88, 0x01]), 0, 4)  # pop r4, pc
     assert row.ra == 15 and _regs(row) == {4: -8, 15: -4}
 
 
 def test_what_a_row_cannot_say_gives_none() -> None:
-    # refuse to unwind; sp popped; reserved; spare; cut short
-    for ops in (b"\x80\x00", b"\x82\x00", b"\x9d", b"\x9f", b"\xb1\x00", b"\xb1\x10", b"\xb4",
+    # refuse to unwind; an op after sp's pop; reserved; spare; cut short
+    for ops in (b"\x80\x00", b"\x82\x00\x01", b"\x9d", b"\x9f", b"\xb1\x00", b"\xb1\x10", b"\xb4",
                 b"\xc7\x00", b"\xca", b"\xd8", b"\xe0", b"\xff",
                 b"\x84", b"\xb1", b"\xb2\x80", b"\xb3", b"\xc9"):
         assert _row(ops, 0, 4) is None, ops

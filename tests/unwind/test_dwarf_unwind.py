@@ -23,6 +23,7 @@ from perfparser_py.elf.cfi import (
     VAL_OFFSET,
     Row,
 )
+from perfparser_py.elf.exidx import _row
 from perfparser_py.elf.image import ElfImage
 from perfparser_py.unwind import dwarf
 from perfparser_py.unwind.history import History
@@ -462,6 +463,33 @@ def test_arm_clears_thumb_bit_and_uses_lr() -> None:
     stack = _words("I", 0x77, 0x2021)  # saved r11, saved lr (Thumb)
     frames, _ = unwind("armv7l", 1, tuple(regs), 0xFFFF, stack, _space(rows), History(), -1)
     assert frames == [0x1010, 0x201F]
+
+
+def test_arm_signal_return_trampoline_restores_the_interrupted_context() -> None:
+    """glibc's armhf signal trampoline describes the signal frame's sigcontext in its index
+    entry (`.save {r0-r15}`, `.pad #32`, one nop before the entry point so that the
+    handler's return address less one is inside it): a handler's caller is the trampoline,
+    whose caller is the interrupted code at its exact pc with its sp and registers."""
+    restorer = _row(bytes([0x07, 0xB1, 0x0F, 0x8F, 0xFF, 0xB0]), 0x2000, 0x2100)
+    rows = [
+        Row((CFA_REG, 13, 8), {14: (OFFSET, -4), 11: (OFFSET, -8)}, 14, False, 0x1000, 0x1100),
+        restorer,  # the nop at 0x2000, the entry point at 0x2004
+        Row((CFA_REG, 13, 16), {14: (OFFSET, -4)}, 14, False, 0x3000, 0x3100),
+        Row((CFA_REG, 13, 0), {14: (UNDEF, 0)}, 14, False, 0x4000, 0x4100),
+    ]
+    sp = 0x8000
+    regs = list(range(16))
+    regs[13], regs[14], regs[15] = sp, 0x2004, 0x1010  # in the handler, called by the kernel
+    words = [0] * 160
+    words[0:2] = [0x70, 0x2004]  # the handler's frame: r11, lr
+    # the signal frame above it: 32 bytes, then the interrupted r0-r12, sp, lr, pc
+    words[10:26] = [*range(100, 113), sp + 0x200, 0x4021, 0x3010]
+    words[0x200 // 4 + 3] = 0x4041  # the interrupted function's frame: its lr below its CFA
+    frames, _ = unwind("armv7l", 1, tuple(regs), 0xFFFF, _words("I", *words), _space(rows),
+                       History(), -1)
+    # the trampoline at its own address (a signal frame), then the interrupted pc exactly,
+    # then its caller (lr from its frame, the Thumb bit cleared)
+    assert frames == [0x1010, 0x2004, 0x3010, 0x403F]
 
 
 def test_i386_frames_and_module_memory_reads() -> None:
