@@ -21,6 +21,8 @@ EM_AARCH64 = 183
 EM_RISCV = 243
 R_X86_64_IRELATIVE = 37
 R_AARCH64_IRELATIVE = 1032
+R_386_IRELATIVE = 42
+R_ARM_IRELATIVE = 160
 
 MACHINES = {
     2: "sparc", 3: "i386", 8: "mips", 18: "sparc", 20: "ppc", 21: "ppc64", 22: "s390",

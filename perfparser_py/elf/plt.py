@@ -15,7 +15,9 @@ from .constants import (
     EM_ARM,
     EM_RISCV,
     EM_X86_64,
+    R_386_IRELATIVE,
     R_AARCH64_IRELATIVE,
+    R_ARM_IRELATIVE,
     R_X86_64_IRELATIVE,
     SHT_DYNSYM,
     SHT_NOBITS,
@@ -25,8 +27,10 @@ from .constants import (
 
 # the x86 sections of PLT entries (x86-64, x32, i386), each a jump through a GOT slot
 _X86_PLTS = frozenset({".plt", ".iplt", ".plt.sec", ".plt.got"})
-# the relocation filling a GOT slot from an IFUNC resolver's answer, per machine
-_IRELATIVE = {EM_X86_64: R_X86_64_IRELATIVE, EM_AARCH64: R_AARCH64_IRELATIVE}
+# the relocation filling a GOT slot from an IFUNC resolver's answer, per machine; its
+# resolver is a RELA relocation's addend, or (REL: i386, Arm) the slot's content in the file
+_IRELATIVE = {EM_X86_64: R_X86_64_IRELATIVE, EM_AARCH64: R_AARCH64_IRELATIVE,
+              EM_386: R_386_IRELATIVE, EM_ARM: R_ARM_IRELATIVE}
 # aarch64 instructions of a PLT entry: `bti c`, and the masks and values of `adrp x16, page`
 # and `ldr x17, [x16, #off]` (64-bit, unsigned offset)
 _BTI_C = 0xD503245F
@@ -238,8 +242,8 @@ class FallbackNames:
 
     def _build_plt(self) -> tuple[int, dict[int, str | tuple[int, int] | int], bytes]:
         """(address of the GOT section holding DT_PLTGOT or 0, GOT slot address -> `name@plt`,
-        the (start, end) of its mangled name in the dynamic string table, or (x86-64, aarch64) the
-        IFUNC resolver address an IRELATIVE relocation fills it from; that string table).
+        the (start, end) of its mangled name in the dynamic string table, or the IFUNC
+        resolver address an IRELATIVE relocation fills it from; that string table).
         IRELATIVE slots are what a static executable's PLT jumps through (its relocations
         are linked to no symbol table) and libc's own calls of its IFUNCs (`memcpy`)."""
         out: dict[int, str | tuple[int, int] | int] = {}
@@ -265,7 +269,7 @@ class FallbackNames:
                 continue
             linked = (syms and 0 < s.link < len(self._sections)
                       and self._sections[s.link].type == SHT_DYNSYM)
-            irelative = _IRELATIVE.get(self.e_machine) if s.type == SHT_RELA else None
+            irelative = _IRELATIVE.get(self.e_machine)
             ifuncs = irelative is not None
             if not (linked or ifuncs):
                 continue
@@ -280,7 +284,13 @@ class FallbackNames:
                 if r_offset in out:
                     continue
                 if ifuncs and r_info & type_mask == irelative:
-                    out[r_offset] = rel[2]
+                    if s.type == SHT_RELA:
+                        out[r_offset] = rel[2]
+                    else:
+                        slot = self.read(r_offset, 8 if self.is_64 else 4)
+                        if slot is not None:
+                            out[r_offset] = int.from_bytes(slot, "big" if self._e == ">"
+                                                           else "little")
                     continue
                 symi = r_info >> 32 if self.is_64 else r_info >> 8
                 if not linked or symi == 0 or (symi + 1) * sym_size > len(syms):

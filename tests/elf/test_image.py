@@ -507,6 +507,57 @@ def test_aarch64_static_ifunc_slot_is_named_by_its_resolver(tmp_path: Path) -> N
     assert image.fallback_name(plt) in ("pick@plt", "scaled@plt")  # the resolver's names
 
 
+@pytest.mark.parametrize("linker", ["ld.lld", "arm-linux-gnueabihf-ld"])
+def test_arm_static_ifunc_slot_is_named_by_its_resolver(tmp_path: Path, linker: str) -> None:
+    """A static 32-bit Arm executable's `.iplt` entry loads an R_ARM_IRELATIVE slot: a REL
+    relocation, the resolver's address the slot's own content (i386's too). Named after the
+    IFUNC's symbol, as on x86-64."""
+    (tmp_path / "ifn.c").write_text("static int twice(int x) { return 2 * x; }\n"
+                                    "static int (*pick(void))(int) { return twice; }\n"
+                                    "int scaled(int) __attribute__((ifunc(\"pick\")));\n"
+                                    "int f(int x) { return scaled(x) + 1; }\n")
+    subprocess.run(["clang", "--target=armv7-linux-gnueabihf", "-marm", "-O2", "-c", "ifn.c"],
+                   cwd=tmp_path, check=True)
+    subprocess.run([linker, "-static", "-e", "f", "-o", "ifn", "ifn.o"], cwd=tmp_path,
+                   check=True)
+    image = ElfImage.open(str(tmp_path / "ifn"))
+    iplt, code = image.section(".iplt")
+    names = {image.fallback_name(a) for a in range(iplt, iplt + len(code), 4)}
+    assert names <= {"pick@plt", "scaled@plt"} and len(names) == 1
+
+
+def test_i386_static_ifunc_slots_are_named_by_their_resolvers(tmp_path: Path) -> None:
+    """A static i386 executable calls glibc's string functions through 8-byte `.plt`
+    entries (`jmp *slot`) whose slots R_386_IRELATIVE relocations fill: REL ones, so the
+    resolver's address is the slot's content in the file. Each entry is `name@plt` of a
+    symbol at that address (nm), as on x86-64; upstream and we before named none."""
+    src = tmp_path / "p.c"
+    src.write_text(IFUNC_SOURCE + "int main(int c, char **v) { return use(c, v); }\n")
+    exe = tmp_path / "p"
+    subprocess.run(["gcc", "-m32", "-O1", "-fno-builtin", "-static", "-o", str(exe), str(src)],
+                   check=True)
+    at: dict[int, set[str]] = {}
+    for value, _size, _t, name in nm_symbols(exe):
+        at.setdefault(value, set()).add(name.partition("@")[0] + "@plt")
+    dump = subprocess.run(["objdump", "-d", "-j", ".plt", str(exe)], capture_output=True,
+                          text=True, check=True).stdout
+    jumps = {int(a, 16): int(slot, 16) for a, slot in
+             re.findall(r"^ *([0-9a-f]+):\s+ff 25 (?:[0-9a-f]{2} ){4}\s*jmp\s+\*0x([0-9a-f]+)",
+                        dump, re.M)}
+    image = ElfImage.open(str(exe))
+    with exe.open("rb") as f:
+        elf = ELFFile(f)
+        slots = {}
+        for entry, slot in jumps.items():
+            sec = next(s for s in elf.iter_sections()
+                       if s["sh_addr"] <= slot < s["sh_addr"] + s["sh_size"])
+            off = slot - sec["sh_addr"]
+            slots[entry] = struct.unpack_from("<I", sec.data(), off)[0]
+    assert len(slots) >= 3
+    for entry, resolver in slots.items():
+        assert image.fallback_name(entry + 2) in at[resolver], hex(entry)
+
+
 IFUNC_SOURCE = r"""
 #include <stdio.h>
 #include <string.h>
