@@ -52,9 +52,7 @@ class ArmExidx:
         pairs = sorted((_prel31(table[2 * i], base + 8 * i) & ~1, base + 8 * i, table[2 * i + 1])
                        for i in range(n))
 
-        def word(vaddr: int) -> int | None:
-            if base <= vaddr and vaddr + 4 <= base + len(data):
-                return struct.unpack_from(fmt, data, vaddr - base)[0]
+        def word(vaddr: int) -> int | None:  # of .ARM.extab, which the index points into
             raw = image.read(vaddr, 4)
             return None if raw is None else struct.unpack(fmt, raw)[0]
 

@@ -47,8 +47,6 @@ _ARM_LONG = (0xE59FC004, 0xE08CC00F, 0xE59CF000)
 _ARM_STR_LR = 0xE52DE004
 # a PLT section decoded at most: a real one holds a few thousand entries (~100 KiB)
 _MAX_PLT_BYTES = 1 << 24
-# the machines whose PLT entries are each found by the slot they load: no index naming
-_DECODED_PLTS = frozenset({EM_AARCH64, EM_ARM})
 
 
 class FallbackNames:
@@ -61,14 +59,15 @@ class FallbackNames:
         if sec is None or sec.name == ".text":
             return None
         name = None
+        decode = self._plt_decoder()
         if self.e_machine in (EM_X86_64, EM_386) and sec.name in _X86_PLTS:
             # GNU ld gives i386's .plt an entry size of 4, not its entries'
             size = sec.entsize if sec.entsize >= 8 else self._x86_plt_entry_size(sec)
             name = self._jump_slot_name(vaddr - (vaddr - sec.addr) % size, size)
-        elif self.e_machine in _DECODED_PLTS and sec.name in (".plt", ".iplt"):
+        elif decode is not None and sec.name in (".plt", ".iplt"):
             name = self._decoded_plt_name(vaddr, sec)
-        if (name is None and sec.entsize > 0 and sec.name == ".plt"  # (IBT: no jump to a slot)
-                and self.e_machine not in _DECODED_PLTS):
+        # by index where entries are not found one by one (IBT: no jump to a slot)
+        if name is None and sec.entsize > 0 and sec.name == ".plt" and decode is None:
             slot = (vaddr - sec.addr) // sec.entsize
             if slot > 0:
                 name = self._plt_name(slot)
@@ -92,7 +91,7 @@ class FallbackNames:
         ld; jalr t1`)."""
         if self.e_machine in (EM_X86_64, EM_386):
             return self._x86_plt_layouts()
-        if self.e_machine == EM_AARCH64 and self.is_64 or self.e_machine == EM_ARM:
+        if self._plt_decoder() is not None:  # aarch64, Arm
             return self._link_register_plt_layouts()
         if self.e_machine == EM_RISCV:  # header and entries leave the stack and ra alone
             return [(sec.addr, sec.addr + sec.size, 0, (), 16, ((0, 0, 0),))
@@ -203,13 +202,20 @@ class FallbackNames:
         entries = self._plt_entries.get(sec.name)
         if entries is not None:
             return entries
-        decode = (_arm_plt_entries if self.e_machine == EM_ARM else _aarch64_plt_entries
-                  if self.e_machine == EM_AARCH64 and self.is_64 else None)
+        decode = self._plt_decoder()
         code = (self.read(sec.addr, sec.size) if decode and sec.size <= _MAX_PLT_BYTES
                 else None) or b""
         insns = struct.unpack(self._e + f"{len(code) // 4}I", code[:len(code) & ~3])
         entries = self._plt_entries[sec.name] = decode(sec.addr, insns) if decode else ([], [])
         return entries
+
+    def _plt_decoder(self):
+        """The function finding this image's PLT entries one by one by the slot each loads
+        (`_aarch64_plt_entries`, `_arm_plt_entries`), None for a machine whose entries are
+        found otherwise (x86: by their jump; the rest: by index)."""
+        if self.e_machine == EM_ARM:
+            return _arm_plt_entries
+        return _aarch64_plt_entries if self.e_machine == EM_AARCH64 and self.is_64 else None
 
     def _plt_table(self) -> tuple[int, dict[int, str | tuple[int, int] | int], bytes]:
         """_build_plt's, built on first use."""
