@@ -61,9 +61,10 @@ class FallbackNames:
         name = None
         decode = self._plt_decoder()
         if self.e_machine in (EM_X86_64, EM_386) and sec.name in _X86_PLTS:
-            # GNU ld gives i386's .plt an entry size of 4, not its entries'
-            size = sec.entsize if sec.entsize >= 8 else self._x86_plt_entry_size(sec)
-            name = self._jump_slot_name(vaddr - (vaddr - sec.addr) % size, size)
+            header, _, size, _ = self._x86_plt_shape(sec)
+            off = vaddr - sec.addr
+            if off >= header:  # the lazy header's jump reads the resolver's reserved slot
+                name = self._jump_slot_name(vaddr - (off - header) % size, size)
         elif decode is not None and sec.name in (".plt", ".iplt"):
             name = self._decoded_plt_name(vaddr, sec)
         # by index where entries are not found one by one (IBT: no jump to a slot)
@@ -84,7 +85,8 @@ class FallbackNames:
         stack pointer, 0 for its register). x86's lazy entry is `jmp *slot; push $index; jmp
         header` (IBT: `endbr64; push $index; bnd jmp header`) in both linkers, its header
         `push GOT+8; jmp *GOT+16`, a call having pushed the return address; `.plt.sec`,
-        `.plt.got` and 8-byte entries push nothing. aarch64's entries leave the stack alone
+        `.plt.got` and 8-byte entries push nothing; lld's retpoline PLTs call a thunk in
+        their header (_RETPOLINE_HEADERS). aarch64's entries leave the stack alone
         (the return address stays in x30), its header pushes x16 and x30 first (`stp x16,
         x30, [sp, #-16]!`); 32-bit Arm's too (lr), its header stores lr first (`str lr,
         [sp, #-4]!`) and then loads it; RISC-V's PLT never touches the stack or ra (`auipc;
@@ -99,27 +101,33 @@ class FallbackNames:
         return []
 
     def _x86_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
+        return [(sec.addr, sec.addr + sec.size, *self._x86_plt_shape(sec))
+                for sec in self._sections if sec.name in _X86_PLTS and sec.size]
+
+    def _x86_plt_shape(self, sec) -> tuple[int, tuple, int, tuple]:
+        """(header size, header steps, entry size, entry steps) of an x86 PLT section, as
+        plt_layouts gives them."""
         word = 8 if self.is_64 else 4
-        out = []
-        for sec in self._sections:
-            if sec.name not in _X86_PLTS or not sec.size:
-                continue
-            size = sec.entsize if sec.entsize >= 8 else self._x86_plt_entry_size(sec)
-            code = self.read(sec.addr, min(sec.size, 2 * size)) or b""
-            header = code[:2] in (b"\xff\x35", b"\xff\xb3")  # push GOT+8 / 4(%ebx)
-            entry = code[size:] if header else code
-            ra = -word  # where the call pushed the return address, below its stack pointer
-            steps: tuple = ((0, word, ra),)
-            if sec.name in (".plt", ".iplt") and size == 16:
-                if entry[:2] in (b"\xff\x25", b"\xff\xa3") and entry[6:7] == b"\x68":
-                    steps = ((0, word, ra), (11, 2 * word, ra))
-                elif entry[:4] in (b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfb") \
-                        and entry[4:5] == b"\x68":
-                    steps = ((0, word, ra), (9, 2 * word, ra))
-            # the header runs after an entry's push, then pushes the GOT's second word
-            out.append((sec.addr, sec.addr + sec.size, size if header else 0,
-                        ((0, 2 * word, ra), (6, 3 * word, ra)), size, steps))
-        return out
+        # GNU ld gives i386's .plt an entry size of 4, not its entries'
+        size = sec.entsize if sec.entsize >= 8 else self._x86_plt_entry_size(sec)
+        code = self.read(sec.addr, min(sec.size, max(2 * size, 64))) or b""
+        retpoline = _retpoline_shape(code, self.is_64)
+        if retpoline is not None:
+            header, header_steps, size, steps = retpoline
+            return (header, tuple((at, n * word, -word) for at, n in header_steps), size,
+                    tuple((at, n * word, -word) for at, n in steps))
+        header = code[:2] in (b"\xff\x35", b"\xff\xb3")  # push GOT+8 / 4(%ebx)
+        entry = code[size:] if header else code
+        ra = -word  # where the call pushed the return address, below its stack pointer
+        steps: tuple = ((0, word, ra),)
+        if sec.name in (".plt", ".iplt") and size == 16:
+            if entry[:2] in (b"\xff\x25", b"\xff\xa3") and entry[6:7] == b"\x68":
+                steps = ((0, word, ra), (11, 2 * word, ra))
+            elif entry[:4] in (b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfb") \
+                    and entry[4:5] == b"\x68":
+                steps = ((0, word, ra), (9, 2 * word, ra))
+        # the header runs after an entry's push, then pushes the GOT's second word
+        return size if header else 0, ((0, 2 * word, ra), (6, 3 * word, ra)), size, steps
 
     def _link_register_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
         """aarch64's and 32-bit Arm's: a lazy header stores the link register (aarch64: with
@@ -169,6 +177,16 @@ class FallbackNames:
         code = self.read(entry, size)
         if code is None:
             return None
+        retpoline = _retpoline_entry(code, self.e_machine == EM_X86_64)
+        if retpoline is not None:  # lld's: a load of the slot
+            at, base = retpoline[2], retpoline[3]
+            operand = struct.unpack_from("<I" if base == _ABSOLUTE else "<i", code, at)[0]
+            if base == _RIP:
+                return self._plt_name_at(entry + at + 4 + operand)
+            if base == _ABSOLUTE:
+                return self._plt_name_at(operand)
+            got = self._plt_table()[0]
+            return None if not got else self._plt_name_at((got + operand) & 0xFFFFFFFF)
         at = code.find(b"\xff\x25")  # jmp *disp32(%rip) / jmp *abs32
         if self.e_machine == EM_386:
             ebx = code.find(b"\xff\xa3")  # jmp *disp32(%ebx)
@@ -306,6 +324,72 @@ class FallbackNames:
                 if end > name_off:
                     out[r_offset] = (name_off, end)
         return (0 if got is None else got.addr, out, strs_b)
+
+
+# lld's retpoline PLTs (`-z retpolineplt`) jump through no slot, so that no indirect branch
+# is predicted: an entry loads its GOT slot into a register and calls (x86-64 with -z now:
+# jumps to) a thunk in the header that puts it over the return address and returns there
+# (lld's X86_64.cpp, X86.cpp). Per header: its first bytes (None: any 4-byte operand), its
+# size and steps, in words pushed on the caller's: an entry's call puts the thunk one word
+# deeper (two on i386, which saves %eax first); the lazy header's own call leads only to a
+# speculation trap (`pause; lfence; jmp`) that never retires.
+_RETPOLINE_HEADERS = (
+    # x86-64: push GOT+8(%rip); mov GOT+16(%rip), %r11; call thunk
+    ((b"\xff\x35", None, b"\x4c\x8b\x1d"), 48, ((0, 2), (6, 3), (0x12, 4), (0x20, 2))),
+    # x86-64, -z now: call thunk
+    ((b"\xe8\x0b\x00\x00\x00\xf3\x90",), 32, ((0, 1), (5, 2))),
+    # i386, position-independent: push 4(%ebx); push %eax; mov 8(%ebx), %eax; call thunk;
+    # the thunk restores %eax and %ecx (pop) before its return
+    ((b"\xff\xb3", None, b"\x50\x8b\x83"), 48,
+     ((0, 2), (6, 3), (7, 4), (0x12, 5), (0x20, 3), (0x2e, 2))),
+    # i386: push GOT+4; push %eax; mov GOT+8, %eax; call thunk
+    ((b"\xff\x35", None, b"\x50\xa1"), 48,
+     ((0, 2), (6, 3), (7, 4), (0x11, 5), (0x20, 3), (0x2e, 2))),
+)
+# Per entry: whether of x86-64, its first bytes (the load of its slot), where the slot's
+# 4-byte operand is, what it holds (an offset from the next instruction, from the GOT that
+# %ebx holds, or the slot's address), the opcode after it (None: any), the entry's size and
+# steps; a lazy entry's slot first holds the address of its `push $index` (it then jumps to
+# the header).
+_RIP, _GOT, _ABSOLUTE = range(3)
+_RETPOLINE_ENTRIES = (
+    # mov slot(%rip), %r11; call thunk / jmp header (-z now)
+    (True, b"\x4c\x8b\x1d", 3, _RIP, 0xE8, 32, ((0, 1), (0x16, 2))),
+    (True, b"\x4c\x8b\x1d", 3, _RIP, 0xE9, 16, ((0, 1),)),
+    # push %eax; mov slot(%ebx), %eax / mov slot, %eax; call thunk
+    (False, b"\x50\x8b\x83", 3, _GOT, None, 32, ((0, 1), (1, 2), (0x11, 1), (0x16, 2))),
+    (False, b"\x50\xa1", 2, _ABSOLUTE, None, 32, ((0, 1), (1, 2), (0x10, 1), (0x15, 2))),
+)
+
+
+def _retpoline_entry(code: bytes, is_64: bool) -> tuple | None:
+    """The _RETPOLINE_ENTRIES row of the entry `code` starts, None for another kind."""
+    for row in _RETPOLINE_ENTRIES:
+        of_64, start, operand, _base, after = row[:5]
+        if of_64 == is_64 and code.startswith(start) and (
+                after is None or code[operand + 4:operand + 5] == bytes((after,))):
+            return row
+    return None
+
+
+def _retpoline_shape(code: bytes, is_64: bool) -> tuple[int, tuple, int, tuple] | None:
+    """(header size, header steps, entry size, entry steps; steps in words) of an lld
+    retpoline PLT section of code `code` (its first 64 bytes or fewer; an `.iplt` has no
+    header), else None."""
+    header, header_steps = 0, ()
+    for parts, size, steps in _RETPOLINE_HEADERS:
+        at = 0
+        for part in parts:
+            if part is not None and code[at:at + len(part)] != part:
+                break
+            at += 4 if part is None else len(part)
+        else:
+            header, header_steps = size, steps
+            break
+    entry = _retpoline_entry(code[header:], is_64)
+    if entry is None:  # a static executable's `.plt` holds the thunk alone, for `.iplt`'s
+        return (header, header_steps, header, ()) if header and len(code) == header else None
+    return header, header_steps, entry[5], entry[6]
 
 
 def _aarch64_plt_entries(addr: int, insns: tuple) -> tuple[list[int], list[int]]:

@@ -14,7 +14,7 @@ from elftools.elf.elffile import ELFFile
 from perfparser_py.demangle import demangle
 from perfparser_py.unwind.rules import cfi_for_image
 from perfparser_py.elf.image import ElfImage
-from tests import aarch64_programs, arm_programs
+from tests import aarch64_programs, arm_programs, retpoline_programs
 
 
 def nm_symbols(path: Path) -> list[tuple[int, int, str, str]]:
@@ -591,7 +591,7 @@ def _slot_names(exe: Path, symbols: Path | None = None) -> dict[int, set[str]]:
         p = line.split()
         if len(p) >= 4 and p[2] == "R_X86_64_IRELATIVE":
             names[int(p[0], 16)] = at.get(int(p[3], 16), set())
-        elif len(p) >= 5 and p[2] == "R_X86_64_JUMP_SLOT":
+        elif len(p) >= 5 and p[2] in ("R_X86_64_JUMP_SLOT", "R_386_JUMP_SLOT"):
             names[int(p[0], 16)] = {p[4].split("@")[0] + "@plt"}
     return names
 
@@ -627,6 +627,29 @@ def test_ifunc_and_lld_plt_entries_are_named(tmp_path: Path, build: str) -> None
             else:  # the header's jump to the lazy resolver
                 assert got == f"<{section}+{addr + 2:x}>"
     assert checked >= (2 if build.startswith("lld") and build != "lld-static" else 3)
+
+
+@pytest.mark.parametrize("build", list(retpoline_programs.BUILDS))
+def test_lld_retpoline_plt_entries_are_named(tmp_path: Path, build: str) -> None:
+    """lld's retpoline PLT entries (`-z retpolineplt`) load their GOT slot into a register
+    for a thunk in the header rather than jump through it: 32 bytes each after a 48-byte
+    header (x86-64 with -z now: 16 after 32; a static executable's `.iplt` has no header),
+    and neither section gives an entry size. Every byte of each entry is `name@plt` of the
+    symbol whose relocation fills the slot it loads (GNU objdump's decoding of the load,
+    readelf's relocations; nm's symbol at an IFUNC's resolver); the header's are none."""
+    exe = retpoline_programs.build(tmp_path, build)
+    slots = _slot_names(exe)
+    entries = retpoline_programs.entry_slots(exe)
+    starts = sorted(entries)
+    assert len(starts) >= 3
+    image = ElfImage.open(str(exe))
+    plt = image.section(".plt")[0]
+    for addr in range(plt, min(starts[0], plt + len(image.section(".plt")[1]))):
+        assert image.fallback_name(addr) == f"<.plt+{addr:x}>"
+    stride = starts[1] - starts[0]
+    for start in starts:
+        for addr in range(start, start + stride):
+            assert image.fallback_name(addr) in slots[entries[start]], hex(addr)
 
 
 def test_libcs_own_ifunc_calls_are_named_without_symbol_versions(corpus_dir: Path) -> None:

@@ -31,7 +31,7 @@ from perfparser_py.unwind.process import ModuleAt, Steps
 from perfparser_py.unwind.registers import arch_family, table_for, table_for_machine
 from perfparser_py.unwind.rules import cfi_for_image
 
-from tests import aarch64_programs, arm_programs
+from tests import aarch64_programs, arm_programs, retpoline_programs
 
 from . import perfdata_mini
 
@@ -279,6 +279,9 @@ int main(int argc, char **argv) { printf("%zu %d\n", strlen(argv[0]), abs(argc -
 """
 
 
+_PLT_WORDS = (0x1111, 0x2222, 0x3333, 0x4444, 0x5555)  # _plt_callers' stack, from its top
+
+
 def _plt_callers(exe: Path) -> dict[tuple[str, int], int | None]:
     """(PLT section, offset in it) -> the caller a DWARF walk finds from each address of the
     image's PLT sections, the stack holding distinct words: which one was the return address
@@ -289,9 +292,9 @@ def _plt_callers(exe: Path) -> dict[tuple[str, int], int | None]:
     space = _Modules(lambda a: (image, 0, cfi) if lo <= a < hi else None)
     arch, abi, fmt = ("x86_64", 2, "Q") if image.is_64 else ("x86", 1, "I")
     sp = 0x7000_0000
-    words = _words(fmt, 0x1111, 0x2222, 0x3333, 0)
+    words = _words(fmt, *_PLT_WORDS, 0)
     out = {}
-    for name in (".plt", ".plt.sec", ".plt.got"):
+    for name in (".plt", ".iplt", ".plt.sec", ".plt.got"):
         sec = image.section(name)
         if sec is None:
             continue
@@ -322,6 +325,24 @@ def test_plt_code_without_cfi_unwinds_as_gnu_lds_cfi_says(tmp_path: Path, flags)
     assert built[True].keys() == built[False].keys()
     assert len(set(built[True].values())) >= 2  # the lazy PLT's pushes: more than one depth
     assert built[True] == built[False]
+
+
+@pytest.mark.parametrize("build", list(retpoline_programs.BUILDS))
+def test_lld_retpoline_plt_code_unwinds_as_it_runs(tmp_path: Path, build: str) -> None:
+    """lld's retpoline PLTs (`-z retpolineplt`) have no CFI: an entry calls a thunk in the
+    header (i386: after saving %eax) that returns into the function, a lazy one's first run
+    goes through the header on to the resolver. At every PLT address the program executes,
+    single-stepped by gdb, the walk takes the caller's return address from as deep in the
+    stack as the program had pushed there (where two depths are seen, the entries' thunk,
+    the one of every call after the first)."""
+    exe = retpoline_programs.build(tmp_path, build)
+    depths = retpoline_programs.stepped_depths(exe)
+    sections = retpoline_programs.sections(exe)
+    callers = {sections[name][0] + off: caller
+               for (name, off), caller in _plt_callers(exe).items()}
+    assert len(set(depths.values())) >= 2 and len(depths) >= 6
+    for pc, depth in depths.items():
+        assert callers[pc] == _PLT_WORDS[depth - 1] - 1, (hex(pc), depth)
 
 
 @pytest.mark.parametrize("linker", list(aarch64_programs.LINKERS))
