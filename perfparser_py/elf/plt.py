@@ -85,8 +85,8 @@ class FallbackNames:
         stack pointer, 0 for its register). x86's lazy entry is `jmp *slot; push $index; jmp
         header` (IBT: `endbr64; push $index; bnd jmp header`) in both linkers, its header
         `push GOT+8; jmp *GOT+16`, a call having pushed the return address; `.plt.sec`,
-        `.plt.got` and 8-byte entries push nothing; lld's retpoline PLTs call a thunk in
-        their header (_RETPOLINE_HEADERS). aarch64's entries leave the stack alone
+        `.plt.got` and 8-byte entries push nothing; mold's and lld's retpoline PLTs are
+        other kinds (_X86_PLT_HEADERS). aarch64's entries leave the stack alone
         (the return address stays in x30), its header pushes x16 and x30 first (`stp x16,
         x30, [sp, #-16]!`); 32-bit Arm's too (lr), its header stores lr first (`str lr,
         [sp, #-4]!`) and then loads it; RISC-V's PLT never touches the stack or ra (`auipc;
@@ -106,28 +106,28 @@ class FallbackNames:
 
     def _x86_plt_shape(self, sec) -> tuple[int, tuple, int, tuple]:
         """(header size, header steps, entry size, entry steps) of an x86 PLT section, as
-        plt_layouts gives them."""
-        word = 8 if self.is_64 else 4
+        plt_layouts gives them: the header by _X86_PLT_HEADERS; an entry pushes nothing but
+        GNU ld's and lld's lazy ones (`jmp *slot; push $index; jmp header`, with IBT
+        `endbr64; push $index; bnd jmp header`) and lld's retpoline ones."""
         # GNU ld gives i386's .plt an entry size of 4, not its entries'
         size = sec.entsize if sec.entsize >= 8 else self._x86_plt_entry_size(sec)
         code = self.read(sec.addr, min(sec.size, max(2 * size, 64))) or b""
-        retpoline = _retpoline_shape(code, self.is_64)
+        header, header_steps = _x86_plt_header(code)
+        entry = code[header:]
+        retpoline = _retpoline_entry(entry, self.is_64)
+        steps: tuple = ((0, 1),)
         if retpoline is not None:
-            header, header_steps, size, steps = retpoline
-            return (header, tuple((at, n * word, -word) for at, n in header_steps), size,
-                    tuple((at, n * word, -word) for at, n in steps))
-        header = code[:2] in (b"\xff\x35", b"\xff\xb3")  # push GOT+8 / 4(%ebx)
-        entry = code[size:] if header else code
-        ra = -word  # where the call pushed the return address, below its stack pointer
-        steps: tuple = ((0, word, ra),)
-        if sec.name in (".plt", ".iplt") and size == 16:
+            size, steps = retpoline[5], retpoline[6]
+        elif sec.name in (".plt", ".iplt") and size == 16:
             if entry[:2] in (b"\xff\x25", b"\xff\xa3") and entry[6:7] == b"\x68":
-                steps = ((0, word, ra), (11, 2 * word, ra))
+                steps = ((0, 1), (11, 2))
             elif entry[:4] in (b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfb") \
                     and entry[4:5] == b"\x68":
-                steps = ((0, word, ra), (9, 2 * word, ra))
-        # the header runs after an entry's push, then pushes the GOT's second word
-        return size if header else 0, ((0, 2 * word, ra), (6, 3 * word, ra)), size, steps
+                steps = ((0, 1), (9, 2))
+        word = 8 if self.is_64 else 4
+        # where a call pushed the return address: below the caller's stack pointer
+        return (header, tuple((at, n * word, -word) for at, n in header_steps), size,
+                tuple((at, n * word, -word) for at, n in steps))
 
     def _link_register_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
         """aarch64's and 32-bit Arm's: a lazy header stores the link register (aarch64: with
@@ -326,25 +326,36 @@ class FallbackNames:
         return (0 if got is None else got.addr, out, strs_b)
 
 
-# lld's retpoline PLTs (`-z retpolineplt`) jump through no slot, so that no indirect branch
-# is predicted: an entry loads its GOT slot into a register and calls (x86-64 with -z now:
-# jumps to) a thunk in the header that puts it over the return address and returns there
-# (lld's X86_64.cpp, X86.cpp). Per header: its first bytes (None: any 4-byte operand), its
-# size and steps, in words pushed on the caller's: an entry's call puts the thunk one word
-# deeper (two on i386, which saves %eax first); the lazy header's own call leads only to a
-# speculation trap (`pause; lfence; jmp`) that never retires.
-_RETPOLINE_HEADERS = (
-    # x86-64: push GOT+8(%rip); mov GOT+16(%rip), %r11; call thunk
+# Lazy x86 PLT headers, tried in order: their first bytes (None: any 4-byte operand), size
+# and steps, in words pushed on the caller's. GNU ld's and lld's `push GOT+8; jmp *GOT+16`
+# run after an entry's `push $index`; mold's entries pass the index in a register (%r11,
+# %ecx) that the header pushes first. lld's retpoline PLTs (`-z retpolineplt`) jump through
+# no slot, so that no indirect branch is predicted: an entry loads its GOT slot into a
+# register and calls (x86-64 with -z now: jumps to) a thunk in the header that puts it over
+# the return address and returns there (lld's X86_64.cpp, X86.cpp): the thunk is one word
+# deeper than the entry (two on i386, which saves %eax first); the lazy header's own call
+# leads only to a speculation trap (`pause; lfence; jmp`) that never retires.
+_X86_PLT_HEADERS = (
+    # lld retpoline, x86-64: push GOT+8(%rip); mov GOT+16(%rip), %r11; call thunk
     ((b"\xff\x35", None, b"\x4c\x8b\x1d"), 48, ((0, 2), (6, 3), (0x12, 4), (0x20, 2))),
-    # x86-64, -z now: call thunk
+    # lld retpoline, x86-64, -z now: call thunk
     ((b"\xe8\x0b\x00\x00\x00\xf3\x90",), 32, ((0, 1), (5, 2))),
-    # i386, position-independent: push 4(%ebx); push %eax; mov 8(%ebx), %eax; call thunk;
-    # the thunk restores %eax and %ecx (pop) before its return
+    # lld retpoline, i386, position-independent: push 4(%ebx); push %eax; mov 8(%ebx),
+    # %eax; call thunk; the thunk restores %eax and %ecx (pop) before its return
     ((b"\xff\xb3", None, b"\x50\x8b\x83"), 48,
      ((0, 2), (6, 3), (7, 4), (0x12, 5), (0x20, 3), (0x2e, 2))),
-    # i386: push GOT+4; push %eax; mov GOT+8, %eax; call thunk
+    # lld retpoline, i386: push GOT+4; push %eax; mov GOT+8, %eax; call thunk
     ((b"\xff\x35", None, b"\x50\xa1"), 48,
      ((0, 2), (6, 3), (7, 4), (0x11, 5), (0x20, 3), (0x2e, 2))),
+    # GNU ld, lld: push GOT+8(%rip) / GOT+4 / 4(%ebx); jmp *GOT+16 / ...
+    ((b"\xff\x35",), 16, ((0, 2), (6, 3))),
+    ((b"\xff\xb3",), 16, ((0, 2), (6, 3))),
+    # mold, x86-64: endbr64; push %r11; push GOT+8(%rip); jmp *GOT+16(%rip)
+    ((b"\xf3\x0f\x1e\xfa\x41\x53\xff\x35",), 32, ((0, 1), (6, 2), (0xC, 3))),
+    # mold, i386: endbr32; push %ecx; lea GOT(%ebx), %ecx / mov $GOT, %ecx; push (%ecx);
+    # jmp *4(%ecx)
+    ((b"\xf3\x0f\x1e\xfb\x51\x8d\x8b", None, b"\xff\x31"), 16, ((0, 1), (5, 2), (0xD, 3))),
+    ((b"\xf3\x0f\x1e\xfb\x51\xb9", None, b"\xff\x31"), 16, ((0, 1), (5, 2), (0xC, 3))),
 )
 # Per entry: whether of x86-64, its first bytes (the load of its slot), where the slot's
 # 4-byte operand is, what it holds (an offset from the next instruction, from the GOT that
@@ -372,24 +383,18 @@ def _retpoline_entry(code: bytes, is_64: bool) -> tuple | None:
     return None
 
 
-def _retpoline_shape(code: bytes, is_64: bool) -> tuple[int, tuple, int, tuple] | None:
-    """(header size, header steps, entry size, entry steps; steps in words) of an lld
-    retpoline PLT section of code `code` (its first 64 bytes or fewer; an `.iplt` has no
-    header), else None."""
-    header, header_steps = 0, ()
-    for parts, size, steps in _RETPOLINE_HEADERS:
+def _x86_plt_header(code: bytes) -> tuple[int, tuple]:
+    """(size, steps) of the _X86_PLT_HEADERS header the PLT section `code` (its first bytes)
+    starts with, (0, ()) for none."""
+    for parts, size, steps in _X86_PLT_HEADERS:
         at = 0
         for part in parts:
             if part is not None and code[at:at + len(part)] != part:
                 break
             at += 4 if part is None else len(part)
         else:
-            header, header_steps = size, steps
-            break
-    entry = _retpoline_entry(code[header:], is_64)
-    if entry is None:  # a static executable's `.plt` holds the thunk alone, for `.iplt`'s
-        return (header, header_steps, header, ()) if header and len(code) == header else None
-    return header, header_steps, entry[5], entry[6]
+            return size, steps
+    return 0, ()
 
 
 def _aarch64_plt_entries(addr: int, insns: tuple) -> tuple[list[int], list[int]]:

@@ -14,7 +14,7 @@ from elftools.elf.elffile import ELFFile
 from perfparser_py.demangle import demangle
 from perfparser_py.unwind.rules import cfi_for_image
 from perfparser_py.elf.image import ElfImage
-from tests import aarch64_programs, arm_programs, retpoline_programs
+from tests import aarch64_programs, arm_programs, plt_programs
 
 
 def nm_symbols(path: Path) -> list[tuple[int, int, str, str]]:
@@ -596,12 +596,13 @@ def _slot_names(exe: Path, symbols: Path | None = None) -> dict[int, set[str]]:
     return names
 
 
-@pytest.mark.parametrize("build", ["static", "static-pie", "shared", "lld", "lld-static"])
+@pytest.mark.parametrize("build", ["static", "static-pie", "shared", "lld", "lld-static", "mold"])
 def test_ifunc_and_lld_plt_entries_are_named(tmp_path: Path, build: str) -> None:
     """A static executable calls glibc's string functions through `.plt` (GNU ld: 8-byte
     entries, no header, no section entry size) or `.iplt` (lld) slots that IRELATIVE
     relocations fill from an IFUNC resolver; a shared object calls its own IFUNCs so (libc's
-    `memcpy`), and lld's `.plt` gives no entry size either. Each entry is `name@plt` of the
+    `memcpy`), and lld's `.plt` gives no entry size either, nor mold's (a 32-byte header,
+    its entries `name$plt` in .symtab, here named without it). Each entry is `name@plt` of the
     resolver's symbol, as perf ≥ 6.3 names it, or of the relocation's symbol; the lazy
     PLT's header stays unnamed."""
     src = tmp_path / "p.c"
@@ -611,7 +612,8 @@ def test_ifunc_and_lld_plt_entries_are_named(tmp_path: Path, build: str) -> None
     cc, flags = {"static": ("gcc", ["-static"]), "static-pie": ("gcc", ["-static-pie"]),
                  "shared": ("gcc", ["-shared", "-fPIC"]),
                  "lld": ("clang", ["-fuse-ld=lld"]),
-                 "lld-static": ("clang", ["-fuse-ld=lld", "-static"])}[build]
+                 "lld-static": ("clang", ["-fuse-ld=lld", "-static"]),
+                 "mold": ("gcc", ["-fuse-ld=mold"])}[build]
     subprocess.run([cc, "-O1", "-fno-builtin", *flags, "-o", str(exe), str(src)], check=True)
     slots = _slot_names(exe)
     image = ElfImage.open(str(exe))
@@ -626,10 +628,10 @@ def test_ifunc_and_lld_plt_entries_are_named(tmp_path: Path, build: str) -> None
                 checked += 1
             else:  # the header's jump to the lazy resolver
                 assert got == f"<{section}+{addr + 2:x}>"
-    assert checked >= (2 if build.startswith("lld") and build != "lld-static" else 3)
+    assert checked >= (2 if build in ("lld", "mold") else 3)
 
 
-@pytest.mark.parametrize("build", list(retpoline_programs.BUILDS))
+@pytest.mark.parametrize("build", list(plt_programs.RETPOLINE))
 def test_lld_retpoline_plt_entries_are_named(tmp_path: Path, build: str) -> None:
     """lld's retpoline PLT entries (`-z retpolineplt`) load their GOT slot into a register
     for a thunk in the header rather than jump through it: 32 bytes each after a 48-byte
@@ -637,9 +639,9 @@ def test_lld_retpoline_plt_entries_are_named(tmp_path: Path, build: str) -> None
     and neither section gives an entry size. Every byte of each entry is `name@plt` of the
     symbol whose relocation fills the slot it loads (GNU objdump's decoding of the load,
     readelf's relocations; nm's symbol at an IFUNC's resolver); the header's are none."""
-    exe = retpoline_programs.build(tmp_path, build)
+    exe = plt_programs.build(tmp_path, build)
     slots = _slot_names(exe)
-    entries = retpoline_programs.entry_slots(exe)
+    entries = plt_programs.entry_slots(exe)
     starts = sorted(entries)
     assert len(starts) >= 3
     image = ElfImage.open(str(exe))

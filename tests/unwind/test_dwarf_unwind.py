@@ -31,7 +31,7 @@ from perfparser_py.unwind.process import ModuleAt, Steps
 from perfparser_py.unwind.registers import arch_family, table_for, table_for_machine
 from perfparser_py.unwind.rules import cfi_for_image
 
-from tests import aarch64_programs, arm_programs, retpoline_programs
+from tests import aarch64_programs, arm_programs, plt_programs
 
 from . import perfdata_mini
 
@@ -327,17 +327,19 @@ def test_plt_code_without_cfi_unwinds_as_gnu_lds_cfi_says(tmp_path: Path, flags)
     assert built[True] == built[False]
 
 
-@pytest.mark.parametrize("build", list(retpoline_programs.BUILDS))
-def test_lld_retpoline_plt_code_unwinds_as_it_runs(tmp_path: Path, build: str) -> None:
-    """lld's retpoline PLTs (`-z retpolineplt`) have no CFI: an entry calls a thunk in the
-    header (i386: after saving %eax) that returns into the function, a lazy one's first run
-    goes through the header on to the resolver. At every PLT address the program executes,
-    single-stepped by gdb, the walk takes the caller's return address from as deep in the
-    stack as the program had pushed there (where two depths are seen, the entries' thunk,
-    the one of every call after the first)."""
-    exe = retpoline_programs.build(tmp_path, build)
-    depths = retpoline_programs.stepped_depths(exe)
-    sections = retpoline_programs.sections(exe)
+@pytest.mark.parametrize("build", [*plt_programs.RETPOLINE, *plt_programs.MOLD])
+def test_plt_code_of_lld_retpolines_and_mold_unwinds_as_it_runs(tmp_path: Path,
+                                                                 build: str) -> None:
+    """lld's retpoline PLTs (`-z retpolineplt`) and mold's have no CFI. A retpoline entry
+    calls a thunk in the header (i386: after saving %eax) that returns into the function;
+    mold's lazy header pushes the register its entries put the index in, then the GOT word.
+    A lazy entry's first run goes through the header on to the resolver. At every PLT
+    address the program executes, single-stepped by gdb, the walk takes the caller's return
+    address from as deep in the stack as the program had pushed there (where two depths are
+    seen, the retpoline entries' thunk, the one of every call after the first)."""
+    exe = plt_programs.build(tmp_path, build)
+    depths = plt_programs.stepped_depths(exe)
+    sections = plt_programs.sections(exe)
     callers = {sections[name][0] + off: caller
                for (name, off), caller in _plt_callers(exe).items()}
     assert len(set(depths.values())) >= 2 and len(depths) >= 6

@@ -1,7 +1,7 @@
-"""Programs linked by lld with retpoline PLTs (`-z retpolineplt`), for the tests that name
-their entries and unwind through them, and the ground truth of both: the GOT slot each entry
-loads, as GNU objdump decodes its load, and the stack depth at each PLT instruction the
-program really executes, single-stepped by gdb."""
+"""Programs whose PLTs no CFI describes, built here for the tests that name their entries and
+unwind through them: lld's retpoline PLTs (`-z retpolineplt`) and mold's. And the ground
+truth of both: the GOT slot each retpoline entry loads, as GNU objdump decodes its load, and
+the stack depth at each PLT instruction the program really executes, single-stepped by gdb."""
 
 from __future__ import annotations
 
@@ -25,11 +25,13 @@ int main(int argc, char **argv) {
 }
 """
 
-# x86-64 lazy (48-byte header, 32-byte entries) and -z now (32, 16); i386 position-
-# independent and not (lld has one i386 layout for both bindings); a static executable
-# (`.iplt` entries of IFUNCs, strlen's, calling the thunk `.plt` holds alone)
-BUILDS = {"x86-64": [], "x86-64-now": ["-Wl,-z,now"], "i386": ["-m32"],
-          "i386-no-pic": ["-m32", "-fno-pic", "-no-pie"], "x86-64-static": ["-static"]}
+# lld's retpoline PLTs: x86-64 lazy (48-byte header, 32-byte entries) and -z now (32, 16);
+# i386 position-independent and not (lld has one i386 layout for both bindings); a static
+# executable (`.iplt` entries of IFUNCs, strlen's, calling the thunk `.plt` holds alone)
+RETPOLINE = {"x86-64": [], "x86-64-now": ["-Wl,-z,now"], "i386": ["-m32"],
+             "i386-no-pic": ["-m32", "-fno-pic", "-no-pie"], "x86-64-static": ["-static"]}
+# mold's: a header that pushes the index register its entries set, x86-64 and i386
+MOLD = {"mold-x86-64": [], "mold-i386": ["-m32"], "mold-i386-no-pic": ["-m32", "-fno-pic", "-no-pie"]}
 
 # the load of an entry's slot, as objdump prints it: x86-64 `mov slot(%rip),%r11  # slot`,
 # i386 `mov off(%ebx),%eax` (off from the GOT) or `mov slot,%eax`, after `push %eax`
@@ -69,11 +71,13 @@ print("STEPS" + json.dumps(seen))
 
 
 def build(tmp: Path, name: str) -> Path:
-    """PROGRAM linked by lld with a retpoline PLT, built as BUILDS[name] says."""
+    """PROGRAM linked with the PLT of build `name`: a RETPOLINE one by lld, a MOLD one by
+    mold."""
     (tmp / "p.c").write_text(PROGRAM)
     exe = tmp / name
-    subprocess.run(["clang", "-O1", "-fno-builtin", "-fuse-ld=lld", "-Wl,-z,retpolineplt",
-                    *BUILDS[name], "-o", str(exe), "p.c"], cwd=tmp, check=True)
+    flags = (["gcc", "-fuse-ld=mold", *MOLD[name]] if name in MOLD else
+             ["clang", "-fuse-ld=lld", "-Wl,-z,retpolineplt", *RETPOLINE[name]])
+    subprocess.run([*flags, "-O1", "-fno-builtin", "-o", str(exe), "p.c"], cwd=tmp, check=True)
     return exe
 
 
@@ -113,6 +117,16 @@ def entry_slots(exe: Path) -> dict[int, int]:
     return out
 
 
+def entries(exe: Path) -> list[int]:
+    """Where each PLT entry starts: a retpoline one by its load, mold's by its `name$plt`
+    symbol."""
+    slots = entry_slots(exe)
+    if slots:
+        return sorted(slots)
+    out = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
+    return sorted(int(a, 16) for a, n in re.findall(r"^([0-9a-f]+) \w (\S+)\$plt$", out, re.M))
+
+
 def stepped_depths(exe: Path) -> dict[int, int]:
     """PLT address -> the words on the stack above the caller's stack pointer there, as the
     program runs (gdb stepping each instruction from every entry until it leaves the PLTs),
@@ -121,7 +135,7 @@ def stepped_depths(exe: Path) -> dict[int, int]:
     lo, hi = plt_span(exe)
     env = {**os.environ, "PLT_EXE": str(exe), "PLT_LO": str(lo), "PLT_HI": str(hi),
            "PLT_FIXED": "1" if re.search(r"Type:\s+EXEC", _readelf(exe, "-h")) else "0",
-           "PLT_ENTRIES": json.dumps(sorted(entry_slots(exe)))}
+           "PLT_ENTRIES": json.dumps(entries(exe))}
     script = exe.parent / "stepper.py"
     script.write_text(_STEPPER)
     out = subprocess.run(["gdb", "-q", "-batch", "-nx", "-x", str(script), "--args", str(exe)],
