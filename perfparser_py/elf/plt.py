@@ -173,34 +173,28 @@ class FallbackNames:
         (SEMANTICS §10.8), not the others; perf 6.1 names those after the sizeless `_init`
         before them. x86-64's (and x32's) jump is `jmp *disp32(%rip)`; i386's is
         `jmp *disp32(%ebx)` in position-independent code, %ebx holding DT_PLTGOT (the psABI's
-        `_GLOBAL_OFFSET_TABLE_`), else `jmp *abs32`."""
+        `_GLOBAL_OFFSET_TABLE_`), else `jmp *abs32`; lld's retpoline entries load the slot
+        so instead (_RETPOLINE_ENTRIES)."""
         code = self.read(entry, size)
         if code is None:
             return None
         retpoline = _retpoline_entry(code, self.e_machine == EM_X86_64)
         if retpoline is not None:  # lld's: a load of the slot
             at, base = retpoline[2], retpoline[3]
-            operand = struct.unpack_from("<I" if base == _ABSOLUTE else "<i", code, at)[0]
-            if base == _RIP:
-                return self._plt_name_at(entry + at + 4 + operand)
-            if base == _ABSOLUTE:
-                return self._plt_name_at(operand)
-            got = self._plt_table()[0]
-            return None if not got else self._plt_name_at((got + operand) & 0xFFFFFFFF)
-        at = code.find(b"\xff\x25")  # jmp *disp32(%rip) / jmp *abs32
-        if self.e_machine == EM_386:
-            ebx = code.find(b"\xff\xa3")  # jmp *disp32(%ebx)
-            if ebx >= 0 and ebx + 6 <= len(code):
-                got = self._plt_table()[0]
-                return None if not got else self._plt_name_at(
-                    (got + struct.unpack_from("<i", code, ebx + 2)[0]) & 0xFFFFFFFF)
-            if at < 0 or at + 6 > len(code):
-                return None
-            return self._plt_name_at(struct.unpack_from("<I", code, at + 2)[0])
-        if at < 0 or at + 6 > len(code):
+        elif self.e_machine == EM_386 and b"\xff\xa3" in code:  # jmp *disp32(%ebx)
+            at, base = code.find(b"\xff\xa3") + 2, _GOT
+        else:  # jmp *disp32(%rip) / jmp *abs32
+            at = code.find(b"\xff\x25") + 2
+            base = _ABSOLUTE if self.e_machine == EM_386 else _RIP
+        if at < 2 or at + 4 > len(code):
             return None
-        slot_addr = entry + at + 6 + struct.unpack_from("<i", code, at + 2)[0]
-        return self._plt_name_at(slot_addr)
+        operand = struct.unpack_from("<I" if base == _ABSOLUTE else "<i", code, at)[0]
+        if base == _RIP:
+            return self._plt_name_at(entry + at + 4 + operand)
+        if base == _ABSOLUTE:
+            return self._plt_name_at(operand)
+        got = self._plt_table()[0]
+        return None if not got else self._plt_name_at((got + operand) & 0xFFFFFFFF)
 
     def _decoded_plt_name(self, vaddr: int, sec) -> str | None:
         """`name@plt` for an aarch64 or 32-bit Arm PLT entry by the GOT slot it loads, as
