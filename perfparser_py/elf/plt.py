@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_right
+from typing import NamedTuple
 
 from ..demangle import demangle
 from .constants import (
@@ -86,7 +87,7 @@ class FallbackNames:
         header` (IBT: `endbr64; push $index; bnd jmp header`) in both linkers, its header
         `push GOT+8; jmp *GOT+16`, a call having pushed the return address; `.plt.sec`,
         `.plt.got` and 8-byte entries push nothing; mold's and lld's retpoline PLTs are
-        other kinds (_X86_PLT_HEADERS). aarch64's entries leave the stack alone
+        other kinds (_X86_PLT_HEADERS, _X86_PLT_ENTRIES). aarch64's entries leave the stack alone
         (the return address stays in x30), its header pushes x16 and x30 first (`stp x16,
         x30, [sp, #-16]!`); 32-bit Arm's too (lr), its header stores lr first (`str lr,
         [sp, #-4]!`) and then loads it; RISC-V's PLT never touches the stack or ra (`auipc;
@@ -101,33 +102,29 @@ class FallbackNames:
         return []
 
     def _x86_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
-        return [(sec.addr, sec.addr + sec.size, *self._x86_plt_shape(sec))
-                for sec in self._sections if sec.name in _X86_PLTS and sec.size]
+        word = 8 if self.is_64 else 4
+        out = []
+        for sec in self._sections:
+            if sec.name in _X86_PLTS and sec.size:
+                header, header_steps, size, steps = self._x86_plt_shape(sec)
+                # where a call pushed the return address: below the caller's stack pointer
+                out.append((sec.addr, sec.addr + sec.size, header,
+                            tuple((at, n * word, -word) for at, n in header_steps), size,
+                            tuple((at, n * word, -word) for at, n in steps)))
+        return out
 
     def _x86_plt_shape(self, sec) -> tuple[int, tuple, int, tuple]:
-        """(header size, header steps, entry size, entry steps) of an x86 PLT section, as
-        plt_layouts gives them: the header by _X86_PLT_HEADERS; an entry pushes nothing but
-        GNU ld's and lld's lazy ones (`jmp *slot; push $index; jmp header`, with IBT
-        `endbr64; push $index; bnd jmp header`) and lld's retpoline ones."""
+        """(header size, header steps, entry size, entry steps; steps in words) of an x86
+        PLT section: the header and entry kinds of _X86_PLT_HEADERS and _X86_PLT_ENTRIES;
+        an entry of another kind pushes nothing."""
         # GNU ld gives i386's .plt an entry size of 4, not its entries'
         size = sec.entsize if sec.entsize >= 8 else self._x86_plt_entry_size(sec)
         code = self.read(sec.addr, min(sec.size, max(2 * size, 64))) or b""
-        header, header_steps = _x86_plt_header(code)
-        entry = code[header:]
-        retpoline = _retpoline_entry(entry, self.is_64)
-        steps: tuple = ((0, 1),)
-        if retpoline is not None:
-            size, steps = retpoline[5], retpoline[6]
-        elif sec.name in (".plt", ".iplt") and size == 16:
-            if entry[:2] in (b"\xff\x25", b"\xff\xa3") and entry[6:7] == b"\x68":
-                steps = ((0, 1), (11, 2))
-            elif entry[:4] in (b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfb") \
-                    and entry[4:5] == b"\x68":
-                steps = ((0, 1), (9, 2))
-        word = 8 if self.is_64 else 4
-        # where a call pushed the return address: below the caller's stack pointer
-        return (header, tuple((at, n * word, -word) for at, n in header_steps), size,
-                tuple((at, n * word, -word) for at, n in steps))
+        header, header_steps = next(((h.size, h.steps) for h in _X86_PLT_HEADERS
+                                     if _starts_with(code, h.parts)), (0, ()))
+        entry = _x86_plt_entry(code[header:], self.e_machine == EM_X86_64)
+        return (header, header_steps, *((entry.size, entry.steps) if entry is not None
+                                        else (size, ((0, 1),))))
 
     def _link_register_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
         """aarch64's and 32-bit Arm's: a lazy header stores the link register (aarch64: with
@@ -174,13 +171,13 @@ class FallbackNames:
         before them. x86-64's (and x32's) jump is `jmp *disp32(%rip)`; i386's is
         `jmp *disp32(%ebx)` in position-independent code, %ebx holding DT_PLTGOT (the psABI's
         `_GLOBAL_OFFSET_TABLE_`), else `jmp *abs32`; lld's retpoline entries load the slot
-        so instead (_RETPOLINE_ENTRIES)."""
+        so instead (_X86_PLT_ENTRIES)."""
         code = self.read(entry, size)
         if code is None:
             return None
-        retpoline = _retpoline_entry(code, self.e_machine == EM_X86_64)
-        if retpoline is not None:  # lld's: a load of the slot
-            at, base = retpoline[2], retpoline[3]
+        kind = _x86_plt_entry(code, self.e_machine == EM_X86_64)
+        if kind is not None and kind.slot is not None:
+            at, base = kind.slot
         elif self.e_machine == EM_386 and b"\xff\xa3" in code:  # jmp *disp32(%ebx)
             at, base = code.find(b"\xff\xa3") + 2, _GOT
         else:  # jmp *disp32(%rip) / jmp *abs32
@@ -320,75 +317,93 @@ class FallbackNames:
         return (0 if got is None else got.addr, out, strs_b)
 
 
-# Lazy x86 PLT headers, tried in order: their first bytes (None: any 4-byte operand), size
-# and steps, in words pushed on the caller's. GNU ld's and lld's `push GOT+8; jmp *GOT+16`
-# run after an entry's `push $index`; mold's entries pass the index in a register (%r11,
-# %ecx) that the header pushes first. lld's retpoline PLTs (`-z retpolineplt`) jump through
-# no slot, so that no indirect branch is predicted: an entry loads its GOT slot into a
-# register and calls (x86-64 with -z now: jumps to) a thunk in the header that puts it over
-# the return address and returns there (lld's X86_64.cpp, X86.cpp): the thunk is one word
-# deeper than the entry (two on i386, which saves %eax first); the lazy header's own call
-# leads only to a speculation trap (`pause; lfence; jmp`) that never retires.
+class _Header(NamedTuple):
+    parts: tuple  # its first bytes, None for any 4-byte operand
+    size: int
+    steps: tuple  # (offset, words pushed on the caller's stack pointer from there on)
+
+
+class _Entry(NamedTuple):
+    x86_64: bool  # of x86-64 (and x32), else of i386
+    parts: tuple
+    size: int
+    steps: tuple
+    slot: tuple | None  # (where the 4-byte operand naming its GOT slot is, relative to what)
+
+
+_RIP, _GOT, _ABSOLUTE = range(3)  # the next instruction, the GOT %ebx holds, nothing
+
+# Lazy x86 PLT headers, tried in order. GNU ld's and lld's `push GOT+8; jmp *GOT+16` run
+# after an entry's `push $index`; mold's entries pass the index in a register (%r11, %ecx)
+# that the header pushes first. lld's retpoline PLTs (`-z retpolineplt`) jump through no
+# slot, so that no indirect branch is predicted: an entry loads its GOT slot into a
+# register and calls (x86-64 with -z now: jumps to) a thunk in the header that puts it
+# over the return address and returns there (lld's X86_64.cpp, X86.cpp): the thunk is one
+# word deeper than the entry (two on i386, which saves %eax first); the lazy header's own
+# call leads only to a speculation trap (`pause; lfence; jmp`) that never retires.
 _X86_PLT_HEADERS = (
     # lld retpoline, x86-64: push GOT+8(%rip); mov GOT+16(%rip), %r11; call thunk
-    ((b"\xff\x35", None, b"\x4c\x8b\x1d"), 48, ((0, 2), (6, 3), (0x12, 4), (0x20, 2))),
+    _Header((b"\xff\x35", None, b"\x4c\x8b\x1d"), 48, ((0, 2), (6, 3), (0x12, 4), (0x20, 2))),
     # lld retpoline, x86-64, -z now: call thunk
-    ((b"\xe8\x0b\x00\x00\x00\xf3\x90",), 32, ((0, 1), (5, 2))),
+    _Header((b"\xe8\x0b\x00\x00\x00\xf3\x90",), 32, ((0, 1), (5, 2))),
     # lld retpoline, i386, position-independent: push 4(%ebx); push %eax; mov 8(%ebx),
     # %eax; call thunk; the thunk restores %eax and %ecx (pop) before its return
-    ((b"\xff\xb3", None, b"\x50\x8b\x83"), 48,
-     ((0, 2), (6, 3), (7, 4), (0x12, 5), (0x20, 3), (0x2e, 2))),
+    _Header((b"\xff\xb3", None, b"\x50\x8b\x83"), 48,
+            ((0, 2), (6, 3), (7, 4), (0x12, 5), (0x20, 3), (0x2e, 2))),
     # lld retpoline, i386: push GOT+4; push %eax; mov GOT+8, %eax; call thunk
-    ((b"\xff\x35", None, b"\x50\xa1"), 48,
-     ((0, 2), (6, 3), (7, 4), (0x11, 5), (0x20, 3), (0x2e, 2))),
+    _Header((b"\xff\x35", None, b"\x50\xa1"), 48,
+            ((0, 2), (6, 3), (7, 4), (0x11, 5), (0x20, 3), (0x2e, 2))),
     # GNU ld, lld: push GOT+8(%rip) / GOT+4 / 4(%ebx); jmp *GOT+16 / ...
-    ((b"\xff\x35",), 16, ((0, 2), (6, 3))),
-    ((b"\xff\xb3",), 16, ((0, 2), (6, 3))),
+    _Header((b"\xff\x35",), 16, ((0, 2), (6, 3))),
+    _Header((b"\xff\xb3",), 16, ((0, 2), (6, 3))),
     # mold, x86-64: endbr64; push %r11; push GOT+8(%rip); jmp *GOT+16(%rip)
-    ((b"\xf3\x0f\x1e\xfa\x41\x53\xff\x35",), 32, ((0, 1), (6, 2), (0xC, 3))),
+    _Header((b"\xf3\x0f\x1e\xfa\x41\x53\xff\x35",), 32, ((0, 1), (6, 2), (0xC, 3))),
     # mold, i386: endbr32; push %ecx; lea GOT(%ebx), %ecx / mov $GOT, %ecx; push (%ecx);
     # jmp *4(%ecx)
-    ((b"\xf3\x0f\x1e\xfb\x51\x8d\x8b", None, b"\xff\x31"), 16, ((0, 1), (5, 2), (0xD, 3))),
-    ((b"\xf3\x0f\x1e\xfb\x51\xb9", None, b"\xff\x31"), 16, ((0, 1), (5, 2), (0xC, 3))),
+    _Header((b"\xf3\x0f\x1e\xfb\x51\x8d\x8b", None, b"\xff\x31"), 16,
+            ((0, 1), (5, 2), (0xD, 3))),
+    _Header((b"\xf3\x0f\x1e\xfb\x51\xb9", None, b"\xff\x31"), 16, ((0, 1), (5, 2), (0xC, 3))),
 )
-# Per entry: whether of x86-64, its first bytes (the load of its slot), where the slot's
-# 4-byte operand is, what it holds (an offset from the next instruction, from the GOT that
-# %ebx holds, or the slot's address), the opcode after it (None: any), the entry's size and
-# steps; a lazy entry's slot first holds the address of its `push $index` (it then jumps to
-# the header).
-_RIP, _GOT, _ABSOLUTE = range(3)
-_RETPOLINE_ENTRIES = (
-    # mov slot(%rip), %r11; call thunk / jmp header (-z now)
-    (True, b"\x4c\x8b\x1d", 3, _RIP, 0xE8, 32, ((0, 1), (0x16, 2))),
-    (True, b"\x4c\x8b\x1d", 3, _RIP, 0xE9, 16, ((0, 1),)),
-    # push %eax; mov slot(%ebx), %eax / mov slot, %eax; call thunk
-    (False, b"\x50\x8b\x83", 3, _GOT, None, 32, ((0, 1), (1, 2), (0x11, 1), (0x16, 2))),
-    (False, b"\x50\xa1", 2, _ABSOLUTE, None, 32, ((0, 1), (1, 2), (0x10, 1), (0x15, 2))),
+# x86 PLT entries that push (an entry of another kind pushes nothing), tried in order. GNU
+# ld's and lld's lazy entries push the index once their jump through the slot has not been
+# taken (the slot first holds the address of the `push`), IBT's (`-z ibtplt`) at once,
+# before jumping to the header (their `.plt.sec` entry holds the jump through the slot).
+# lld's retpoline ones load their slot; a lazy one's slot first holds the address of its
+# `push $index`, which then jumps to the header.
+_X86_PLT_ENTRIES = (
+    # jmp *slot(%rip) / *slot(%ebx) / *slot; push $index; jmp header
+    _Entry(True, (b"\xff\x25", None, b"\x68"), 16, ((0, 1), (11, 2)), (2, _RIP)),
+    _Entry(False, (b"\xff\xa3", None, b"\x68"), 16, ((0, 1), (11, 2)), (2, _GOT)),
+    _Entry(False, (b"\xff\x25", None, b"\x68"), 16, ((0, 1), (11, 2)), (2, _ABSOLUTE)),
+    # endbr64 / endbr32; push $index; bnd jmp header
+    _Entry(True, (b"\xf3\x0f\x1e\xfa\x68",), 16, ((0, 1), (9, 2)), None),
+    _Entry(False, (b"\xf3\x0f\x1e\xfb\x68",), 16, ((0, 1), (9, 2)), None),
+    # lld retpoline: mov slot(%rip), %r11; call thunk / jmp header (-z now)
+    _Entry(True, (b"\x4c\x8b\x1d", None, b"\xe8"), 32, ((0, 1), (0x16, 2)), (3, _RIP)),
+    _Entry(True, (b"\x4c\x8b\x1d", None, b"\xe9"), 16, ((0, 1),), (3, _RIP)),
+    # lld retpoline, i386: push %eax; mov slot(%ebx), %eax / mov slot, %eax; call thunk
+    _Entry(False, (b"\x50\x8b\x83",), 32, ((0, 1), (1, 2), (0x11, 1), (0x16, 2)), (3, _GOT)),
+    _Entry(False, (b"\x50\xa1",), 32, ((0, 1), (1, 2), (0x10, 1), (0x15, 2)), (2, _ABSOLUTE)),
 )
 
 
-def _retpoline_entry(code: bytes, is_64: bool) -> tuple | None:
-    """The _RETPOLINE_ENTRIES row of the entry `code` starts, None for another kind."""
-    for row in _RETPOLINE_ENTRIES:
-        of_64, start, operand, _base, after = row[:5]
-        if of_64 == is_64 and code.startswith(start) and (
-                after is None or code[operand + 4:operand + 5] == bytes((after,))):
-            return row
-    return None
-
-
-def _x86_plt_header(code: bytes) -> tuple[int, tuple]:
-    """(size, steps) of the _X86_PLT_HEADERS header the PLT section `code` (its first bytes)
-    starts with, (0, ()) for none."""
-    for parts, size, steps in _X86_PLT_HEADERS:
-        at = 0
-        for part in parts:
-            if part is not None and code[at:at + len(part)] != part:
-                break
-            at += 4 if part is None else len(part)
+def _starts_with(code: bytes, parts: tuple) -> bool:
+    """Whether `code` starts with `parts` (bytes, None for any 4-byte operand)."""
+    at = 0
+    for part in parts:
+        if part is None:
+            at += 4
+        elif code[at:at + len(part)] != part:
+            return False
         else:
-            return size, steps
-    return 0, ()
+            at += len(part)
+    return at <= len(code)
+
+
+def _x86_plt_entry(code: bytes, x86_64: bool) -> _Entry | None:
+    """The _X86_PLT_ENTRIES kind of the entry `code` starts, None for another."""
+    return next((e for e in _X86_PLT_ENTRIES if e.x86_64 == x86_64
+                 and _starts_with(code, e.parts)), None)
 
 
 def _aarch64_plt_entries(addr: int, insns: tuple) -> tuple[list[int], list[int]]:
