@@ -12,6 +12,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+from elftools.elf.elffile import ELFFile
+
 # calls each function three times: the first call of a lazy PLT's entry runs its header on
 # the way to the resolver, the others go through the entry to the function
 PROGRAM = r"""
@@ -81,21 +83,16 @@ def build(tmp: Path, name: str) -> Path:
     return exe
 
 
-def _readelf(exe: Path, *options: str) -> str:
-    return subprocess.run(["readelf", "-W", *options, str(exe)], capture_output=True,
-                          text=True, check=True).stdout
-
-
 def sections(exe: Path) -> dict[str, tuple[int, int]]:
-    """Section name -> (address, size) (readelf)."""
-    return {name: (int(addr, 16), int(size, 16)) for name, addr, size in re.findall(
-        r"^\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)",
-        _readelf(exe, "-S"), re.M)}
+    """Section name -> (address, size)."""
+    with open(exe, "rb") as f:
+        return {sec.name: (sec["sh_addr"], sec["sh_size"]) for sec in ELFFile(f).iter_sections()}
 
 
 def plt_span(exe: Path) -> tuple[int, int]:
     """The addresses of `.plt` and, after it, `.iplt`: (start, end)."""
-    spans = [sections(exe)[name] for name in (".plt", ".iplt") if name in sections(exe)]
+    found = sections(exe)
+    spans = [found[name] for name in (".plt", ".iplt") if name in found]
     return spans[0][0], max(addr + size for addr, size in spans)
 
 
@@ -105,7 +102,8 @@ def entry_slots(exe: Path) -> dict[int, int]:
     dump = subprocess.run(["objdump", "-d", "-j", ".plt", "-j", ".iplt", str(exe)],
                           capture_output=True, text=True, check=True).stdout
     got = sections(exe)[".got.plt"][0]  # DT_PLTGOT, %ebx in position-independent code
-    word = 8 if re.search(r"Class:\s+ELF64", _readelf(exe, "-h")) else 4
+    with open(exe, "rb") as f:
+        word = ELFFile(f).elfclass // 8
     out = {}
     for addr, rip_slot, operand, ebx in _LOAD.findall(dump):
         if rip_slot:
@@ -123,8 +121,9 @@ def entries(exe: Path) -> list[int]:
     slots = entry_slots(exe)
     if slots:
         return sorted(slots)
-    out = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
-    return sorted(int(a, 16) for a, n in re.findall(r"^([0-9a-f]+) \w (\S+)\$plt$", out, re.M))
+    with open(exe, "rb") as f:
+        return sorted(sym["st_value"] for sym in ELFFile(f).get_section_by_name(".symtab")
+                      .iter_symbols() if sym.name.endswith("$plt"))
 
 
 def stepped_depths(exe: Path) -> dict[int, int]:
@@ -133,8 +132,10 @@ def stepped_depths(exe: Path) -> dict[int, int]:
     at each address the depth seen most often: the lazy header's call reaches the entries'
     thunk deeper, once per function."""
     lo, hi = plt_span(exe)
+    with open(exe, "rb") as f:
+        fixed = ELFFile(f)["e_type"] == "ET_EXEC"  # else a PIE, at a load address
     env = {**os.environ, "PLT_EXE": str(exe), "PLT_LO": str(lo), "PLT_HI": str(hi),
-           "PLT_FIXED": "1" if re.search(r"Type:\s+EXEC", _readelf(exe, "-h")) else "0",
+           "PLT_FIXED": "1" if fixed else "0",
            "PLT_ENTRIES": json.dumps(entries(exe))}
     script = exe.parent / "stepper.py"
     script.write_text(_STEPPER)
