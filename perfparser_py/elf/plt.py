@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_right
-from typing import NamedTuple
 
 from ..demangle import demangle
+from ..tuples import named_tuple
 from .constants import (
     DT_NULL,
     DT_PLTGOT,
@@ -317,13 +317,15 @@ class FallbackNames:
         return (0 if got is None else got.addr, out, strs_b)
 
 
-class _Header(NamedTuple):
+@named_tuple
+class _Header:
     parts: tuple  # its first bytes, None for any 4-byte operand
     size: int
     steps: tuple  # (offset, words pushed on the caller's stack pointer from there on)
 
 
-class _Entry(NamedTuple):
+@named_tuple
+class _Entry:
     x86_64: bool  # of x86-64 (and x32), else of i386
     parts: tuple
     size: int
