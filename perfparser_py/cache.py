@@ -42,7 +42,9 @@ _HEAD = struct.Struct("<8sIII")  # magic, format, crc32 of the body, key length
 DEFAULT_MAX_BYTES = 256 << 20
 _SUFFIX = ".ppc"
 REPLAY_SUFFIX = ".ppr"  # replay.py's entries, in the same directory and bound
-_OWN = (_SUFFIX, REPLAY_SUFFIX)
+# kernel/symbols.py's copies of the running kernel's kallsyms (OwnCopy), there too
+KALLSYMS_SUFFIX = ".ppk"
+_OWN = (_SUFFIX, REPLAY_SUFFIX, KALLSYMS_SUFFIX)
 MAX_ENTRY = 64 << 20  # the largest entry read back (docs/robustness.md), and decompressed:
 # marshal loads a 1-byte None or True as an 8-byte pointer, so what an entry decodes to may
 # take 9 times its size; 64 MB stays under 600 MB (4766 real entries decoded to 80 KB at most)
@@ -171,6 +173,12 @@ class PersistentCache:
                 wrote |= _store(self.root, rec)
                 rec.dirty = False
         if wrote:
+            self.trim()
+
+    def keep(self, path: str, data: bytes) -> None:
+        """Write `data` as the file `path` of this directory (atomically), then trim the
+        directory to its bound; nothing when it cannot be written."""
+        if self.usable() and _write_atomically(self.root, path, data):
             self.trim()
 
     def trim(self) -> None:
@@ -347,13 +355,19 @@ def _store(root: str, rec: CacheRecord) -> bool:
     except ValueError:  # a value marshal cannot write: keep the old file
         return False
     blob = _HEAD.pack(_MAGIC, FORMAT, zlib.crc32(body), len(rec.key)) + rec.key + body
+    return _write_atomically(root, rec.path, blob)
+
+
+def _write_atomically(root: str, path: str, blob: bytes) -> bool:
+    """Write `blob` as `path` through a unique temporary file in `root`: concurrent runs see
+    the old content or the new; False if it could not be written."""
     tmp = os.path.join(root, f".tmp{os.getpid()}.{os.urandom(6).hex()}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(blob)
-            os.replace(tmp, rec.path)
+            os.replace(tmp, path)
         except BaseException:
             try:
                 os.unlink(tmp)

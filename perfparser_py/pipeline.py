@@ -17,7 +17,7 @@ from . import dispatch
 from .diagnostics import end_of_run, incomplete_dwarf_lines, missing_sysroot, report
 from .emit import AttributeTable, Emitter
 from .jitdump import JitDumps
-from .kernel.symbols import KernelSymbols
+from .kernel.symbols import KernelSymbols, OwnCopy
 from .ordering import EventQueue
 from .perfdata.abi import TYPE_TRACEPOINT
 from .perfdata.attr import generated_name
@@ -37,8 +37,10 @@ class Sink(Spaces):
         self.emit = emitter
         self.writer = emitter.writer
         self.attrs = attrs
-        self.kernel_symbols = KernelSymbols(emitter.writer, options.kallsyms, options.sysroot,
-                                            finder.debug_paths, kallsyms_worker)
+        self.kernel_symbols = KernelSymbols(
+            emitter.writer, options.kallsyms, options.sysroot, finder.debug_paths,
+            kallsyms_worker, OwnCopy.of_running_kernel(finder.cache, options.kallsyms,
+                                                       options.sysroot))
         self.symbolizer = Symbolizer(emitter, self.kernel_symbols, options.perf_map_path)
         self._tracepoints = None
         self._arch_warned = False

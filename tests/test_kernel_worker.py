@@ -16,7 +16,7 @@ from perfparser_py import cache, cpus
 from perfparser_py.cli import make_options, parse_args
 from perfparser_py.kernel import kallsyms
 from perfparser_py.kernel.kallsyms import Kallsyms, KallsymsError
-from perfparser_py.kernel.symbols import likely_path
+from perfparser_py.kernel.symbols import OwnCopy, likely_path
 from perfparser_py.kernel.worker import KallsymsWorker
 from perfparser_py.perfdata.header import excludes_kernel
 from perfparser_py.run import run
@@ -37,8 +37,8 @@ def probes(table: Kallsyms, rng: random.Random) -> list[int]:
     return out
 
 
-def worker_table(path: str) -> tuple[str, Kallsyms]:
-    worker = KallsymsWorker.start(path)
+def worker_table(path: str, own: OwnCopy | None = None) -> tuple[str, Kallsyms]:
+    worker = KallsymsWorker.start(path, own)
     assert worker is not None
     got = worker.table(path)
     assert got is not None
@@ -158,6 +158,20 @@ def test_load_records_the_worker_table_in_the_persistent_cache(tmp_path: Path):
         cache.set_current(None)
 
 
+def test_the_worker_keeps_the_runs_own_copy_of_proc_kallsyms(tmp_path: Path):
+    """The worker reading /proc/kallsyms keeps the run's own copy of it before it replies
+    (the run ends it once it has the table); a copy that exists is not written again."""
+    own = OwnCopy.of_running_kernel(cache.PersistentCache(str(tmp_path)), None, "/")
+    assert own is not None
+    _key, table = worker_table("/proc/kallsyms", own)
+    copy = Path(own.path)
+    assert copy.is_file()
+    assert Kallsyms.parse(copy.read_bytes()).address_of(b"_text") == table.address_of(b"_text")
+    copy.write_bytes(b"ffffffff81000000 T _text\n")
+    worker_table("/proc/kallsyms", own)
+    assert copy.read_bytes() == b"ffffffff81000000 T _text\n"
+
+
 def test_likely_path():
     """Known before the recording is read: what a recording of the running kernel reads."""
     assert likely_path("/k", "/") == "/k"
@@ -241,7 +255,8 @@ def test_cli_starts_the_worker_only_for_recordings_that_may_hold_kernel_frames(
     starts = []
     real_start = KallsymsWorker.start
     monkeypatch.setattr(KallsymsWorker, "start",
-                        staticmethod(lambda path: starts.append(path) or real_start(path)))
+                        staticmethod(lambda path, own=None: starts.append(path)
+                                     or real_start(path, own)))
     out = tmp_path / "out.bin"
     assert cli.main(["--input", str(data), "--output", str(out),
                      *case_options(data.parent)]) == 0

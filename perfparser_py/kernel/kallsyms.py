@@ -190,10 +190,10 @@ class Kallsyms:
         return None
 
     @staticmethod
-    def load(path: str, worker=None) -> Kallsyms | RecordedKallsyms:
+    def load(path: str, worker=None, own=None) -> Kallsyms | RecordedKallsyms:
         """Parse `path` (or take `worker`'s table of it: a worker.KallsymsWorker, not imported
         here, as it imports this module); raises KallsymsError with upstream's message on
-        failure."""
+        failure. The text of a file read here is offered to `own` (a symbols.OwnCopy)."""
         _depend_on(path)
         done = worker.table(path) if worker is not None else None
         if done is None:
@@ -202,6 +202,16 @@ class Kallsyms:
         else:
             data = identity = None
             key, table = done
+        loaded = Kallsyms._answers(data, identity, key, table)
+        if data is not None and own is not None:
+            own.keep_from(path, data)
+        return loaded
+
+    @staticmethod
+    def _answers(data: bytes | None, identity: str | None, key: str | None,
+                 table: Kallsyms | None) -> Kallsyms | RecordedKallsyms:
+        """The table of kallsyms text `data` (or `table`, its parse), its answers kept in the
+        run's persistent cache under `key` (else one made from `data` and `identity`)."""
         from ..cache import current
 
         cache = current()

@@ -3,6 +3,7 @@ its build id, and its addresses moved to where that kernel was (`KernelSymbols`)
 
 from __future__ import annotations
 
+import os
 import sys
 
 from .. import probes
@@ -11,7 +12,63 @@ from ..tuples import TYPE_CHECKING
 from .kallsyms import EMPTY_MAPPING, Kallsyms, KallsymsError
 
 if TYPE_CHECKING:
+    from ..cache import PersistentCache
     from .worker import KallsymsWorker
+
+LIVE = "/proc/kallsyms"  # the running kernel's
+
+
+class OwnCopy:
+    """The persistent cache's copy of the running kernel's kallsyms, named by its build id,
+    for a machine where perf's build-id cache has none (recordings made with `perf record
+    -N`, or by another user: sudo): written by the first run that reads /proc/kallsyms, whose
+    every line the kernel formats (~45 ms of kernel time for 120 k lines), then read by the
+    next runs as perf's copy is (`KernelSymbols._image_copy`): a file read. It names the
+    kernel image's addresses exactly as /proc/kallsyms does, so whether it exists changes no
+    output, and a run does not record looking for it (probes)."""
+
+    def __init__(self, cache: PersistentCache) -> None:
+        self._cache = cache
+        self._path: str | None = None
+
+    @staticmethod
+    def of_running_kernel(cache: PersistentCache | None, kallsyms: str | None,
+                          sysroot: str) -> OwnCopy | None:
+        """The copy in `cache` (the run's, None when off) for a run with `--kallsyms`
+        `kallsyms` and `--sysroot` `sysroot`, which decide whether it reads the running
+        kernel's kallsyms."""
+        if cache is None or kallsyms is not None or sysroot not in ("", "/"):
+            return None
+        return OwnCopy(cache)
+
+    @property
+    def path(self) -> str:
+        """Its file, "" without a usable cache or a known running build id (found on first
+        use: a run that names no kernel frame never looks)."""
+        if self._path is None:
+            from ..cache import KALLSYMS_SUFFIX
+
+            running = running_build_id(NOTES)[0]
+            self._path = (os.path.join(self._cache.root,
+                                       f"kallsyms-{running.hex()}{KALLSYMS_SUFFIX}")
+                          if running is not None and self._cache.usable() else "")
+        return self._path
+
+    def exists(self) -> bool:
+        return bool(self.path) and os.path.isfile(self.path)
+
+    def keep_from(self, path: str, data: bytes) -> None:
+        """Keep `data`, the text just read and parsed of the kallsyms file `path`, if that is
+        the running kernel's and the copy does not exist yet."""
+        if os.path.realpath(path) == LIVE and self.path and not self.exists():
+            self._cache.keep(self.path, data)
+
+    def discard(self) -> None:
+        """Remove a copy that proved unusable: the next read of /proc/kallsyms replaces it."""
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
 
 
 def _named_path(kallsyms: str | None, sysroot: str) -> str:
@@ -20,17 +77,28 @@ def _named_path(kallsyms: str | None, sysroot: str) -> str:
     return sysroot.rstrip("/") + "/proc/kallsyms" if kallsyms is None else kallsyms
 
 
-def likely_path(kallsyms: str | None, sysroot: str, debug_paths: list[str] = ()) -> str:
+def likely_path(kallsyms: str | None, sysroot: str, debug_paths: list[str] = (),
+                own: OwnCopy | None = None) -> str:
     """The kallsyms file a run will most likely read, known before the recording is: what a
     recording of the running kernel reads (the common case; the run's own choice is
     KernelSymbols.choose and _image_copy): `--kallsyms`, else perf's build-id cache copy
-    of the running kernel's under `debug_paths`, else the sysroot's /proc/kallsyms."""
-    if kallsyms is None and sysroot in ("", "/") and debug_paths:
+    of the running kernel's under `debug_paths`, else `own` if it exists, else the sysroot's
+    /proc/kallsyms."""
+    if kallsyms is None and sysroot in ("", "/") and (debug_paths or own is not None):
         running = running_build_id(NOTES)[0]
-        copy = Kallsyms.cached_path(debug_paths, running) if running else None
+        copy = _running_copy(running, debug_paths, own) if running else None
         if copy:
             return copy
     return _named_path(kallsyms, sysroot)
+
+
+def _running_copy(running: bytes, debug_paths: list[str], own: OwnCopy | None) -> str | None:
+    """perf's build-id cache copy of the kallsyms of the running kernel, whose build id is
+    `running`, else `own` if it exists."""
+    copy = Kallsyms.cached_path(debug_paths, running)
+    if copy is None and own is not None and own.exists():
+        return own.path
+    return copy
 
 
 def running_build_id(notes_file: str) -> tuple[bytes | None, str]:
@@ -89,8 +157,9 @@ class KernelSymbols:
     symbols are not moved: perf places them by the modules' own MMAPs as the file has them."""
 
     def __init__(self, writer, kallsyms: str | None, sysroot: str, debug_paths: list[str],
-                 worker: KallsymsWorker | None = None) -> None:
+                 worker: KallsymsWorker | None = None, own: OwnCopy | None = None) -> None:
         self._writer = writer
+        self._own = own  # the run's own copy of the running kernel's kallsyms
         self._explicit = kallsyms
         self._sysroot = sysroot
         self._debug_paths = debug_paths
@@ -185,8 +254,9 @@ class KernelSymbols:
                       "with --kallsyms")
 
     def _image_copy(self, path: str | None, warning: str | None) -> str | None:
-        """perf's build-id cache copy of the running kernel's kallsyms, to name the kernel
-        image's own symbols by instead of `path` (chosen: /proc/kallsyms), else None.
+        """perf's build-id cache copy of the running kernel's kallsyms (else the run's own
+        copy, OwnCopy), to name the kernel image's own symbols by instead of `path` (chosen:
+        /proc/kallsyms), else None.
 
         The copy may be of another boot, but the image's symbols and their distances are the
         build's: moved by `_text` as any file is, they name each address as /proc/kallsyms
@@ -196,7 +266,7 @@ class KernelSymbols:
         # /proc/kallsyms without a warning: the recording names the running kernel's build id
         if (warning is None and self._explicit is None and self._sysroot in ("", "/")
                 and self._reference is not None and path == _named_path(None, self._sysroot)):
-            return Kallsyms.cached_path(self._debug_paths, self.recorded_id)
+            return _running_copy(self.recorded_id, self._debug_paths, self._own)
         return None
 
     def _load(self):
@@ -222,7 +292,7 @@ class KernelSymbols:
             self._unnamed_because = "other kernel"
             return False
         try:
-            table = Kallsyms.load(path, worker)
+            table = Kallsyms.load(path, worker, self._own)
         except KallsymsError as err:
             self._unnamed_because = "hidden" if str(err) == EMPTY_MAPPING else "unreadable"
             message = f'Failed to parse kernel symbol mapping file "{path}": {err}'
@@ -255,10 +325,12 @@ class KernelSymbols:
         self._worker = None
         try:
             table = Kallsyms.load(copy, worker)
+            delta = self._delta_of(table)
         except KallsymsError:
-            return None
-        delta = self._delta_of(table)
+            delta = None
         if delta is None:
+            if self._own is not None and copy == self._own.path:
+                self._own.discard()
             return None
         self._delta = delta
         return table

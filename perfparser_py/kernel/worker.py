@@ -33,8 +33,9 @@ class KallsymsWorker:
         self._memfd = memfd
 
     @staticmethod
-    def start(path: str) -> KallsymsWorker | None:
-        """A worker parsing `path`, or None without two CPUs, fork or memfd."""
+    def start(path: str, own=None) -> KallsymsWorker | None:
+        """A worker parsing `path` (and offering its text to `own`, a symbols.OwnCopy), or
+        None without two CPUs, fork or memfd."""
         from .. import cpus
 
         if cpus.usable() < 2 or not hasattr(os, "memfd_create"):
@@ -54,7 +55,7 @@ class KallsymsWorker:
         if pid == 0:  # never returns: the worker's only way out is _exit
             try:
                 os.close(replies)
-                _serve(path, to_parent, memfd)
+                _serve(path, to_parent, memfd, own)
             finally:
                 os._exit(0)
         os.close(to_parent)
@@ -123,8 +124,9 @@ def _read_to_end(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _serve(path: str, to_parent: int, memfd: int) -> None:
-    """The worker: put the table of `path` into `memfd`, then say how it went."""
+def _serve(path: str, to_parent: int, memfd: int, own) -> None:
+    """The worker: put the table of `path` into `memfd`, offer the text to `own`, then say
+    how it went (the run ends the worker once it has the reply)."""
     for fd in (0, 1):  # nothing to read; and a parent that dies leaves no stdout open here
         try:
             os.close(fd)
@@ -148,6 +150,8 @@ def _serve(path: str, to_parent: int, memfd: int) -> None:
             key.append(cache_key(data, identity))
         else:
             hashing.join()
+        if own is not None:
+            own.keep_from(path, data)
         reply = b"T" + key[0].encode("utf-8", "surrogateescape")
     except KallsymsError as err:
         reply = b"E" + str(err).encode("utf-8", "surrogateescape")
