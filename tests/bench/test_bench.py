@@ -55,6 +55,21 @@ def test_bench_compares_the_interpreted_core(tmp_path: Path) -> None:
     assert entry["interpreted"]["wall_s"] > 0 and entry["check"] == {"ours": "ok"}
 
 
+def test_bench_times_ours_seeded_with_the_kernel_symbols_copy(tmp_path: Path) -> None:
+    """--seeded: cold runs whose cache holds only the copy of the running kernel's kallsyms
+    the first run kept (where perf's build-id cache has none), on all CPUs and pinned."""
+    reference = tmp_path / "reference"  # ours again, for the ratios
+    reference.write_text(f'#!/bin/sh\nexec {sys.executable} -m perfparser_py.cli "$@"\n')
+    reference.chmod(0o755)
+    report = run_bench(tmp_path, "--only", "tiny-fp", "--no-profile", "--no-warm", "--seeded",
+                       "--markdown", reference=str(reference))
+    (entry,) = report["results"]
+    for variant in ("ours_seeded", "ours_pinned_seeded"):
+        assert entry[variant]["exit_codes"] == [0] and entry[variant]["median_s"] > 0
+    assert entry["ratio_seeded"] > 0 and entry["ratio_pinned_seeded"] > 0
+    assert "| pinned warm | seeded | pinned seeded | RSS" in report["stdout"]
+
+
 def test_bench_real_sqlite3(tmp_path: Path) -> None:
     """The real set's path: Debian's sqlite3 recorded here in a clean environment with DWARF
     stacks, every variant timed, and our stream holding exactly perf's sample count."""
