@@ -292,9 +292,11 @@ def test_a_run_keeps_a_copy_of_the_running_kernels_kallsyms_for_the_next(
     assert Kallsyms.parse(Path(own.path).read_bytes()).address_of(b"_text") == at
     assert likely_path(None, "/", [], own) == own.path
     loaded.clear()
+    os.utime(own.path, (0, 0))
     second = _placed(own, running, at)
     assert [second.lookup(a) for a in image] == truth
     assert loaded == [own.path]
+    assert os.stat(own.path).st_mtime > 0  # used: the cache's trim keeps it longest
     # a copy that cannot be used (here: no _text to move it by) is replaced
     Path(own.path).write_bytes(b"ffffffff81000000 T a\n")
     loaded.clear()
@@ -302,6 +304,14 @@ def test_a_run_keeps_a_copy_of_the_running_kernels_kallsyms_for_the_next(
     assert [third.lookup(a) for a in image] == truth
     assert loaded == [own.path, LIVE]
     assert Kallsyms.parse(Path(own.path).read_bytes()).address_of(b"_text") == at
+    # a link there is not the cache's own file: not used, and replaced by one
+    kept = tmp_path / "kept"
+    Path(own.path).rename(kept)
+    Path(own.path).symlink_to(kept)
+    loaded.clear()
+    fourth = _placed(own, running, at)
+    assert [fourth.lookup(a) for a in image] == truth
+    assert loaded == [LIVE] and own.exists() and not Path(own.path).is_symlink()
     # only the running kernel's, and only with a cache
     assert OwnCopy.of_running_kernel(None, None, "/") is None
     assert OwnCopy.of_running_kernel(store, LIVE, "/") is None

@@ -32,6 +32,7 @@ _ALLOWED = {
     "kernel/worker.py": "reads the kallsyms file for the run, which probes it (Kallsyms.load)",
     "kernel/symbols.py:exists": "the cache's copy of /proc/kallsyms (OwnCopy), which names "
                                 "the image as /proc/kallsyms does; a run reading it probes it",
+    "kernel/symbols.py:used": "the cache's copy's mtime, for its LRU trim",
     "split.py": "the pipe's capacity, which does not change the output",
     "compare.py": "a tool, not the run",
     "textdump.py": "a tool, not the run",

@@ -4,6 +4,7 @@ its build id, and its addresses moved to where that kernel was (`KernelSymbols`)
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 from .. import probes
@@ -55,7 +56,18 @@ class OwnCopy:
         return self._path
 
     def exists(self) -> bool:
-        return bool(self.path) and os.path.isfile(self.path)
+        """Whether it is there: a regular file, not a link (the cache's files never are)."""
+        try:
+            return bool(self.path) and stat.S_ISREG(os.lstat(self.path).st_mode)
+        except OSError:
+            return False
+
+    def used(self) -> None:
+        """Mark it recently used, as a cache hit does: trim() removes the oldest first."""
+        try:
+            os.utime(self.path)
+        except OSError:
+            pass
 
     def keep_from(self, path: str, data: bytes) -> None:
         """Keep `data`, the text just read and parsed of the kallsyms file `path`, if that is
@@ -328,10 +340,13 @@ class KernelSymbols:
             delta = self._delta_of(table)
         except KallsymsError:
             delta = None
+        own = self._own if self._own is not None and copy == self._own.path else None
         if delta is None:
-            if self._own is not None and copy == self._own.path:
-                self._own.discard()
+            if own is not None:
+                own.discard()
             return None
+        if own is not None:
+            own.used()
         self._delta = delta
         return table
 
