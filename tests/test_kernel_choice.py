@@ -197,7 +197,37 @@ def _image_shifted(text: bytes, by: int, extra: bytes) -> bytes:
     return b"".join(lines) + extra
 
 
-LIVE = "/proc/kallsyms"
+LIVE = kallsyms.LIVE
+
+
+def _placed(running: bytes, at: int, path: str | None = None, debug: tuple[str, ...] = (),
+            own: OwnCopy | None = None) -> KernelSymbols:
+    """The KernelSymbols of a run (`--kallsyms` `path`, `--debug` `debug`, its own copy
+    `own`) of a recording of the running kernel, its _text at `at`."""
+    ks = KernelSymbols(_Writer(), path, "/", list(debug), own=own)
+    ks.build_ids([(-1, running + bytes(20 - len(running)), b"[kernel.kallsyms]")])
+    ks.kernel_mmap(b"[kernel.kallsyms]_text", at, 1 << 64, at)
+    return ks
+
+
+def _image_sample(table: Kallsyms) -> tuple[list[int], list[int]]:
+    """(Core kernel symbol addresses of `table`, addresses to look up in the image: every
+    97th symbol and one past it, and the last but one)."""
+    core = [table._addrs[i] for i in range(len(table)) if b"\t" not in table._lines[i]]
+    return core, [a + d for a in core[::97] for d in (0, 1)] + [core[-2]]
+
+
+def _loads(monkeypatch) -> list[str]:
+    """The kallsyms files Kallsyms.load reads from now on, in order."""
+    loaded: list[str] = []
+    real_load = Kallsyms.load
+
+    def load(path: str, worker=None, own=None):
+        loaded.append(path)
+        return real_load(path, worker, own)
+
+    monkeypatch.setattr(Kallsyms, "load", staticmethod(load))
+    return loaded
 
 
 @pytest.mark.parametrize("copy_kind", ["another boot", "unusable"])
@@ -220,42 +250,18 @@ def test_the_running_kernels_cache_copy_names_its_image(tmp_path: Path, copy_kin
                 if copy_kind == "another boot" else b"0000000000000000 T _text\n")
     assert likely_path(None, "/", [str(debug)]) == str(
         debug / "[kernel.kallsyms]" / running.hex() / "kallsyms")
-
-    def placed(path: str | None) -> KernelSymbols:
-        ks = KernelSymbols(_Writer(), path, "/", [str(debug)])
-        ks.build_ids([(-1, running + bytes(20 - len(running)), b"[kernel.kallsyms]")])
-        ks.kernel_mmap(b"[kernel.kallsyms]_text", at, 1 << 64, at)
-        return ks
-
-    core = [table._addrs[i] for i in range(len(table)) if b"\t" not in table._lines[i]]
-    image = [a + d for a in core[::97] for d in (0, 1)] + [core[-2]]
+    core, image = _image_sample(table)
     outside = [core[-1] + 0x100, bogus - shift, core[0] - 1]
-    truth = placed(LIVE)
+    truth = _placed(running, at, LIVE, (str(debug),))
     expected = [truth.lookup(a) for a in image], [truth.lookup(a) for a in outside]
-    ours = placed(None)
-    loaded: list[str] = []  # the kallsyms files ours reads
-    real_load = Kallsyms.load
-
-    def load(path: str, worker=None, own=None):
-        loaded.append(path)
-        return real_load(path, worker, own)
-
-    monkeypatch.setattr(Kallsyms, "load", staticmethod(load))
+    ours = _placed(running, at, None, (str(debug),))
+    loaded = _loads(monkeypatch)  # the kallsyms files ours reads
     assert [ours.lookup(a) for a in image] == expected[0]
     # the copy names the image without reading /proc/kallsyms, unless it is unusable
     assert (LIVE in loaded) == (copy_kind == "unusable")
     assert [ours.lookup(a) for a in outside] == expected[1]
     assert LIVE in loaded  # for the addresses outside the image
     assert all(hit is None or hit[1] != "bogus" for hit in map(ours.lookup, outside))
-
-
-def _placed(own: OwnCopy | None, running: bytes, at: int) -> KernelSymbols:
-    """The KernelSymbols of a run of a recording of the running kernel, its _text at `at`,
-    with no perf build-id cache and `own` as its own copy."""
-    ks = KernelSymbols(_Writer(), None, "/", [], own=own)
-    ks.build_ids([(-1, running + bytes(20 - len(running)), b"[kernel.kallsyms]")])
-    ks.kernel_mmap(b"[kernel.kallsyms]_text", at, 1 << 64, at)
-    return ks
 
 
 def test_a_run_keeps_a_copy_of_the_running_kernels_kallsyms_for_the_next(
@@ -269,38 +275,30 @@ def test_a_run_keeps_a_copy_of_the_running_kernels_kallsyms_for_the_next(
     table = Kallsyms.parse(kallsyms.read(LIVE)[0])
     at = table.address_of(b"_text")
     assert at is not None  # root sees the addresses (CI runs as root)
-    core = [table._addrs[i] for i in range(len(table)) if b"\t" not in table._lines[i]]
-    image = [a + d for a in core[::97] for d in (0, 1)] + [core[-2]]
-    live = _placed(None, running, at)
+    _core, image = _image_sample(table)
+    live = _placed(running, at)
     truth = [live.lookup(a) for a in image]
     store = PersistentCache(str(tmp_path / "cache"))
     own = OwnCopy.of_running_kernel(store, None, "/")
     assert own is not None and not own.exists()
     assert own.path == str(tmp_path / "cache" / f"kallsyms-{running.hex()}.ppk")
     assert likely_path(None, "/", [], own) == LIVE
-    loaded: list[str] = []
-    real_load = Kallsyms.load
-
-    def load(path: str, worker=None, own=None):
-        loaded.append(path)
-        return real_load(path, worker, own)
-
-    monkeypatch.setattr(Kallsyms, "load", staticmethod(load))
-    first = _placed(own, running, at)
+    loaded = _loads(monkeypatch)
+    first = _placed(running, at, own=own)
     assert [first.lookup(a) for a in image] == truth
     assert loaded == [LIVE] and own.exists()
     assert Kallsyms.parse(Path(own.path).read_bytes()).address_of(b"_text") == at
     assert likely_path(None, "/", [], own) == own.path
     loaded.clear()
     os.utime(own.path, (0, 0))
-    second = _placed(own, running, at)
+    second = _placed(running, at, own=own)
     assert [second.lookup(a) for a in image] == truth
     assert loaded == [own.path]
     assert os.stat(own.path).st_mtime > 0  # used: the cache's trim keeps it longest
     # a copy that cannot be used (here: no _text to move it by) is replaced
     Path(own.path).write_bytes(b"ffffffff81000000 T a\n")
     loaded.clear()
-    third = _placed(own, running, at)
+    third = _placed(running, at, own=own)
     assert [third.lookup(a) for a in image] == truth
     assert loaded == [own.path, LIVE]
     assert Kallsyms.parse(Path(own.path).read_bytes()).address_of(b"_text") == at
@@ -309,7 +307,7 @@ def test_a_run_keeps_a_copy_of_the_running_kernels_kallsyms_for_the_next(
     Path(own.path).rename(kept)
     Path(own.path).symlink_to(kept)
     loaded.clear()
-    fourth = _placed(own, running, at)
+    fourth = _placed(running, at, own=own)
     assert [fourth.lookup(a) for a in image] == truth
     assert loaded == [LIVE] and own.exists() and not Path(own.path).is_symlink()
     # only the running kernel's, and only with a cache
@@ -328,7 +326,7 @@ def test_no_copy_is_kept_of_a_kallsyms_that_hides_its_addresses(tmp_path: Path,
         (b"0000000000000000 T _text\n0000000000000000 T a\n", None) if path == LIVE
         else real_read(path)))
     own = OwnCopy.of_running_kernel(PersistentCache(str(tmp_path / "cache")), None, "/")
-    ks = _placed(own, running, TEXT)
+    ks = _placed(running, TEXT, own=own)
     assert ks.lookup(TEXT + 0x10) is None and ks.unnamed_because == "hidden"
     assert not own.exists()
 
@@ -350,9 +348,7 @@ def test_a_hidden_proc_kallsyms_behind_the_copy_is_why_the_rest_is_unnamed(
         return real_load(path, worker, own)
 
     monkeypatch.setattr(Kallsyms, "load", staticmethod(load))
-    ks = KernelSymbols(_Writer(), None, "/", [str(debug)])
-    ks.build_ids([(-1, running + bytes(20 - len(running)), b"[kernel.kallsyms]")])
-    ks.kernel_mmap(b"[kernel.kallsyms]_text", TEXT + 0x1000, 1 << 64, TEXT + 0x1000)
+    ks = _placed(running, TEXT + 0x1000, None, (str(debug),))
     assert ks.lookup(TEXT + 0x1110) == (TEXT + 0x1100, "a", "")
     assert ks.unnamed_because is None
     assert ks.lookup(TEXT + 0x1300) is None

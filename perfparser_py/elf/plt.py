@@ -103,14 +103,17 @@ class FallbackNames:
 
     def _x86_plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
         word = 8 if self.is_64 else 4
+
+        def in_bytes(steps: tuple) -> tuple:
+            # where a call pushed the return address: below the caller's stack pointer
+            return tuple((at, n * word, -word) for at, n in steps)
+
         out = []
         for sec in self._sections:
             if sec.name in _X86_PLTS and sec.size:
                 header, header_steps, size, steps = self._x86_plt_shape(sec)
-                # where a call pushed the return address: below the caller's stack pointer
-                out.append((sec.addr, sec.addr + sec.size, header,
-                            tuple((at, n * word, -word) for at, n in header_steps), size,
-                            tuple((at, n * word, -word) for at, n in steps)))
+                out.append((sec.addr, sec.addr + sec.size, header, in_bytes(header_steps), size,
+                            in_bytes(steps)))
         return out
 
     def _x86_plt_shape(self, sec) -> tuple[int, tuple, int, tuple]:

@@ -17,6 +17,7 @@ from ..regular import open_regular, read_bounded
 
 # A kallsyms file (a kernel's has 10-20 MB) is read up to this size, decompressed too
 MAX_KALLSYMS = 256 << 20
+LIVE = "/proc/kallsyms"  # the running kernel's, which the kernel formats on each read
 # upstream's error text for a kallsyms without one non-zero address: what a file read without
 # the right to see kernel addresses (kptr_restrict) gives
 EMPTY_MAPPING = "Mapping is empty."
@@ -351,7 +352,7 @@ _LIVE_KALLSYMS = ("/proc/sys/kernel/random/boot_id", "/proc/modules",
 
 def _depend_on(path: str) -> None:
     """Note what the names a run takes from the kallsyms file at `path` depend on."""
-    if os.path.realpath(path) == "/proc/kallsyms":
+    if os.path.realpath(path) == LIVE:
         for live in _LIVE_KALLSYMS:
             try:
                 probes.content(live)

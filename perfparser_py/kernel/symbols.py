@@ -10,13 +10,11 @@ import sys
 from .. import probes
 from ..elf.vdso import RUNNING_KERNEL as NOTES
 from ..tuples import TYPE_CHECKING
-from .kallsyms import EMPTY_MAPPING, Kallsyms, KallsymsError
+from .kallsyms import EMPTY_MAPPING, LIVE, Kallsyms, KallsymsError
 
 if TYPE_CHECKING:
     from ..cache import PersistentCache
     from .worker import KallsymsWorker
-
-LIVE = "/proc/kallsyms"  # the running kernel's
 
 
 class OwnCopy:
