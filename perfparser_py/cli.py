@@ -284,15 +284,17 @@ def main(argv: list[str] | None = None, exiting: bool = False) -> int:
             # forked before the big imports: a small process to copy; not for a recording of
             # user space only, whose run reads no kallsyms
             from .cache import PersistentCache
-            from .kernel.symbols import OwnCopy, likely_path
+            from .kernel.symbols import OwnCopy, parsed_ahead
             from .kernel.worker import KallsymsWorker
             from .perfdata.header import excludes_kernel
 
             if options.input is None or not excludes_kernel(options.input):
                 own = OwnCopy.of_running_kernel(PersistentCache.from_env(not options.no_cache),
                                                 options.kallsyms, options.sysroot)
-                worker = KallsymsWorker.start(likely_path(options.kallsyms, options.sysroot,
-                                                          options.debug_paths(), own), own)
+                path = parsed_ahead(options.kallsyms, options.sysroot, options.debug_paths(),
+                                    own)
+                if path is not None:
+                    worker = KallsymsWorker.start(path, own)
         if options.input is not None and not options.print_stats:
             from .saved_stream import is_saved_stream
 

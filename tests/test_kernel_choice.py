@@ -25,7 +25,7 @@ from perfparser_py.elf.vdso import RUNNING_KERNEL as NOTES
 from perfparser_py.kernel import kallsyms
 from perfparser_py.kernel.kallsyms import Kallsyms
 from perfparser_py.kernel.symbols import (
-    KernelSymbols, OwnCopy, likely_path, of_running_kernel, running_build_id,
+    KernelSymbols, OwnCopy, likely_path, of_running_kernel, parsed_ahead, running_build_id,
 )
 from perfparser_py.kernel.worker import KallsymsWorker
 from tests.corpus.expect import CORPUS, decode, run_parser
@@ -222,9 +222,9 @@ def _loads(monkeypatch) -> list[str]:
     loaded: list[str] = []
     real_load = Kallsyms.load
 
-    def load(path: str, worker=None, own=None):
+    def load(path: str, worker=None, own=None, in_place=False):
         loaded.append(path)
-        return real_load(path, worker, own)
+        return real_load(path, worker, own, in_place)
 
     monkeypatch.setattr(Kallsyms, "load", staticmethod(load))
     return loaded
@@ -262,6 +262,20 @@ def test_the_running_kernels_cache_copy_names_its_image(tmp_path: Path, copy_kin
     assert [ours.lookup(a) for a in outside] == expected[1]
     assert LIVE in loaded  # for the addresses outside the image
     assert all(hit is None or hit[1] != "bogus" for hit in map(ours.lookup, outside))
+
+
+def test_no_worker_parses_a_copy_of_the_running_kernels_kallsyms(tmp_path: Path) -> None:
+    """A copy of the running kernel's kallsyms (perf's, or the run's own) is searched in
+    place: nothing is parsed ahead. /proc/kallsyms and a `--kallsyms` file are."""
+    running, why = running_build_id(NOTES)
+    assert running is not None, why
+    debug = tmp_path / "debug"
+    copy = _cache_copy(debug, running)
+    assert likely_path(None, "/", [str(debug)]) == copy
+    assert parsed_ahead(None, "/", [str(debug)]) is None
+    assert parsed_ahead(None, "/", [str(tmp_path / "none")]) == LIVE
+    assert parsed_ahead(copy, "/", [str(debug)]) == copy  # named: parsed, order unknown
+    assert parsed_ahead(None, "/sr", [str(debug)]) == "/sr/proc/kallsyms"
 
 
 def test_a_run_keeps_a_copy_of_the_running_kernels_kallsyms_for_the_next(
@@ -342,10 +356,10 @@ def test_a_hidden_proc_kallsyms_behind_the_copy_is_why_the_rest_is_unnamed(
                 b"ffffffff81000200 T _end\n")
     real_load = Kallsyms.load
 
-    def load(path: str, worker=None, own=None):
+    def load(path: str, worker=None, own=None, in_place=False):
         if path == LIVE:
             raise kallsyms.KallsymsError(kallsyms.EMPTY_MAPPING)
-        return real_load(path, worker, own)
+        return real_load(path, worker, own, in_place)
 
     monkeypatch.setattr(Kallsyms, "load", staticmethod(load))
     ks = _placed(running, TEXT + 0x1000, None, (str(debug),))

@@ -1,13 +1,16 @@
-"""Kallsyms: the compiled parse (any line shape) gives the same table as a line-by-line one."""
+"""Kallsyms: the compiled parse (any line shape) gives the same table as a line-by-line one,
+and a kernel-written text searched in place (SortedKallsyms) the same answers as its parse."""
 
 from __future__ import annotations
 
+import gzip
 import random
 from pathlib import Path
 
 import pytest
 
-from perfparser_py.kernel.kallsyms import Kallsyms, KallsymsError
+from perfparser_py import cache
+from perfparser_py.kernel.kallsyms import Kallsyms, KallsymsError, SortedKallsyms
 
 
 def reference(data: bytes) -> list[tuple[int, str, str]]:
@@ -84,3 +87,113 @@ def test_bad_address_after_regular_lines(tmp_path: Path) -> None:
     path.write_bytes(random_kallsyms(random.Random(9), 50) + b"ffffffff8100zzzz T bad\n")
     with pytest.raises(KallsymsError, match="Invalid address: ffffffff8100zzzz"):
         Kallsyms.load(str(path))
+
+
+def kernel_text(rng: random.Random, n: int, modules: int) -> bytes:
+    """A kallsyms as the kernel writes it: per-CPU symbols at 0, the image's symbols in
+    address order (some at one address), then the modules' in load order, some inside the
+    image's range and at its symbols' addresses, and a BPF program."""
+    lines = [b"0000000000000000 A fixed_percpu_data\n", b"0000000000000000 A __per_cpu_start\n"]
+    addr = 0xFFFFFFFF81000000
+    image = []
+    for i in range(n):
+        image.append(addr)
+        lines.append(b"%016x %s %s\n" % (addr, rng.choice(b"TtDdRrBbW").to_bytes(1, "big"),
+                                         b"_text" if i == 2 else b"s%d" % i))
+        addr += rng.choice([0, 0x10, 0x40, 0x1000])
+    for m in range(modules):
+        base = rng.choice([0xFFFFFFFFC0000000 + m * 0x10000, rng.choice(image),
+                           rng.choice(image) + 8])
+        for k in rng.sample(range(12), 6):  # a module's symbols come in no order
+            lines.append(b"%016x t m%d_%d\t[mod%d]\n" % (base + k * 0x10, m, k, m))
+    lines.append(b"ffffffffc1000000 t bpf_prog_1234_x\t[bpf]\n")
+    return b"".join(lines)
+
+
+def check_in_place_like_parse(data: bytes, probes: list[int]) -> None:
+    whole = Kallsyms.parse(data)
+    in_place = SortedKallsyms.of(data)
+    assert in_place is not None
+    for addr in probes:
+        assert in_place.lookup(addr) == whole.lookup(addr), hex(addr)
+        assert in_place.in_image(addr) == whole.in_image(addr), hex(addr)
+    assert in_place.address_of(b"_text") == whole.address_of(b"_text")
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("modules", [0, 3, 40])
+def test_a_kernel_written_text_searched_in_place_answers_as_its_parse(seed: int,
+                                                                      modules: int) -> None:
+    """SortedKallsyms (a binary search over the text, the tail of modules parsed) names every
+    address as the parsed table does: at, between, below and above the symbols, at equal
+    addresses (the last line wins, a module's over the image's), and says the same of which
+    addresses lie in the image."""
+    rng = random.Random(seed)
+    data = kernel_text(rng, 3000, modules)
+    addrs = sorted(reference(data))
+    probes = [a + d for a, _, _ in addrs for d in (-1, 0, 1, 9)] + [0, 1, 1 << 63, (1 << 64) - 1]
+    check_in_place_like_parse(data, probes)
+
+
+@pytest.mark.parametrize("text", [
+    b"  ffffffff81000000 T a\n",  # a blank before the address
+    b"ffffffff8100000 T a\n",  # 15 digits
+    b"(null) T a\n",
+    b"0000000000000000 T a\n",  # no address: kptr_restrict
+    b"ffffffff81000010 T b\nffffffff81000000 T a\n" * 40,  # not in address order
+    b"ffffffff81000000 T a\t[m]\nffffffff81000010 T b\n",  # a line of the image after a module's
+    b"ffffffff81000000 TT a\n",
+])
+def test_a_text_not_as_the_kernel_writes_it_is_parsed(text: bytes) -> None:
+    assert SortedKallsyms.of(text) is None
+
+
+def _with_line_at(line: bytes) -> tuple[bytes, list[bytes], int]:
+    """A kernel text with `line` inserted between two of the lines SortedKallsyms.of samples."""
+    lines = kernel_text(random.Random(5), 3000, 2).splitlines(keepends=True)
+    at = 1530
+    return b"".join(lines[:at] + [line] + lines[at:]), lines, at
+
+
+@pytest.mark.parametrize("line", [b"ffffffff81234567  T two_blanks\n",
+                                  b" ffffffff81234567 T blank_first\n", b"\n", b"\r\n"])
+def test_a_line_the_sampling_missed_hands_the_lookups_to_the_parse(line: bytes) -> None:
+    """33 evenly spread lines are checked up front; a lookup that meets a line not in the
+    kernel's form elsewhere answers from the whole text's parse from then on."""
+    data, lines, at = _with_line_at(line)
+    in_place = SortedKallsyms.of(data)
+    assert in_place is not None
+    near = [int(lines[k][:16], 16) + d for k in (at - 1, at) for d in (-1, 0, 1)]
+    check_in_place_like_parse(data, [a for a, _, _ in sorted(reference(data))[::7]] + near)
+
+
+def test_a_line_that_is_no_kallsyms_line_names_nothing_once_met() -> None:
+    """A copy the kernel did not write whole (an address that is not hex): a lookup meeting
+    that line finds the text cannot be parsed, and nothing is named from it after."""
+    data, lines, at = _with_line_at(b"ffffffff8123zzzz T bad\n")
+    with pytest.raises(KallsymsError):
+        Kallsyms.parse(data)
+    in_place = SortedKallsyms.of(data)
+    assert in_place is not None
+    before = int(lines[at - 1][:16], 16)
+    assert in_place.in_image(before) is False  # the next line it reads is the bad one
+    assert all(in_place.lookup(a) is None and not in_place.in_image(a)
+               for a, _, _ in reference(b"".join(lines))[::50])
+
+
+def test_load_searches_a_kernel_copy_in_place(tmp_path: Path, monkeypatch) -> None:
+    """Kallsyms.load's in_place: a kernel-written file is mapped and searched, not parsed;
+    a compressed one is read and parsed as before."""
+    monkeypatch.setattr(cache, "_current", None)  # no persistent cache record around it
+    data = kernel_text(random.Random(2), 500, 3)
+    plain = tmp_path / "kallsyms"
+    plain.write_bytes(data)
+    packed = tmp_path / "kallsyms.gz"
+    packed.write_bytes(gzip.compress(data))
+    assert isinstance(Kallsyms.load(str(plain), in_place=True), SortedKallsyms)
+    assert isinstance(Kallsyms.load(str(packed), in_place=True), Kallsyms)
+    assert isinstance(Kallsyms.load(str(plain)), Kallsyms)
+    addrs = [a for a, _, _ in reference(data)]
+    check_in_place_like_parse(data, addrs)
+    mapped = Kallsyms.load(str(plain), in_place=True)
+    assert [mapped.lookup(a) for a in addrs] == [Kallsyms.parse(data).lookup(a) for a in addrs]

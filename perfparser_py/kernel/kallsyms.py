@@ -1,10 +1,12 @@
 """A kallsyms file (SEMANTICS §10.6), plain or gzip-compressed, read and parsed: the sorted
-table of its symbols (`Kallsyms`), looked up by address or name, and its answers kept in the
-persistent cache (`RecordedKallsyms`)."""
+table of its symbols (`Kallsyms`), looked up by address or name; a copy the kernel wrote,
+searched where it lies (`SortedKallsyms`); and their answers kept in the persistent cache
+(`RecordedKallsyms`)."""
 
 from __future__ import annotations
 
 import bisect
+import mmap
 import os
 import stat
 import struct
@@ -191,12 +193,20 @@ class Kallsyms:
         return None
 
     @staticmethod
-    def load(path: str, worker=None, own=None) -> Kallsyms | RecordedKallsyms:
+    def load(path: str, worker=None, own=None,
+             in_place: bool = False) -> Kallsyms | SortedKallsyms | RecordedKallsyms:
         """Parse `path` (or take `worker`'s table of it: a worker.KallsymsWorker, not imported
         here, as it imports this module); raises KallsymsError with upstream's message on
-        failure. The text of a file read here is offered to `own` (a symbols.OwnCopy)."""
+        failure. The text of a file read here is offered to `own` (a symbols.OwnCopy).
+        `in_place`: the file is a copy the kernel wrote, searched where it lies when it looks
+        as the kernel writes (SortedKallsyms)."""
         _depend_on(path)
         done = worker.table(path) if worker is not None else None
+        if done is None and in_place:
+            found = _in_place(path)
+            if found is not None:
+                table, identity = found
+                return Kallsyms._answers(table._data, identity, None, table)
         if done is None:
             data, identity = read(path)
             key, table = None, None
@@ -284,12 +294,14 @@ class Kallsyms:
     def lookup(self, addr: int) -> tuple[int, str, str] | None:
         """(symbol start, name, module or "") of the last symbol at or below `addr`."""
         i = bisect.bisect_right(self._addrs, addr) - 1
-        if i < 0:
-            return None
-        fields, module = _split_line(self._lines[i])
-        return (self._addrs[i],
-                b" ".join(fields[2:]).decode("utf-8", "surrogateescape"),
-                module.strip().decode("utf-8", "surrogateescape"))
+        return None if i < 0 else _answer(self._addrs[i], self._lines[i])
+
+
+def _answer(addr: int, line: bytes) -> tuple[int, str, str]:
+    """Kallsyms.lookup's answer for the entry `line` at `addr`."""
+    fields, module = _split_line(line)
+    return (addr, b" ".join(fields[2:]).decode("utf-8", "surrogateescape"),
+            module.strip().decode("utf-8", "surrogateescape"))
 
 
 _TABLE_HEAD = struct.Struct("=QQ")  # entries, whether they are in the text's order
@@ -339,6 +351,198 @@ class _Lines:
     def __getitem__(self, i: int) -> bytes:
         base, spans = self._base, self._spans
         return self._buf[base + spans[2 * i]:base + spans[2 * i + 1]]
+
+
+def _is_line_end(c: int) -> bool:
+    return c == 10 or c == 13
+
+
+def _line_from(text, pos: int, end: int) -> int:
+    """The first line start at or after `pos` (a line ends at LF or CR), else `end`."""
+    if pos >= end:
+        return end
+    if pos == 0 or _is_line_end(text[pos - 1]):
+        return pos
+    while pos < end:
+        if _is_line_end(text[pos]):
+            return pos + 1
+        pos += 1
+    return end
+
+
+def _line_before(text, pos: int, lo: int) -> int:
+    """The start of the line before the one starting at `pos`, not before `lo`."""
+    pos -= 1
+    while pos > lo and not _is_line_end(text[pos - 1]):
+        pos -= 1
+    return pos
+
+
+def _kernel_line(text, pos: int, end: int) -> tuple[int, int, int]:
+    """(Address, end, kind) of the line of `text` starting at `pos`, read only as the kernel
+    writes its lines (`%016lx %c %s`, then a TAB and the module): kind 1 for an entry, 0 for
+    a line that is none (empty, or at address 0: what kptr_restrict and per-CPU symbols
+    show), -1 for any other line, which _entries must read."""
+    classes = _CLASS
+    i = pos
+    value = 0
+    while i < end and i - pos < 16:
+        digit = classes[text[i]]
+        if digit >= 16:
+            break
+        value = value << 4 | digit
+        i += 1
+    if i == pos and (i == end or _is_line_end(text[i])):
+        return 0, i, 0
+    # the address, a blank, the type, a blank and the name's first byte
+    if (i - pos != 16 or i + 3 >= end or text[i] != 32 or classes[text[i + 1]] == _END
+            or text[i + 2] != 32 or classes[text[i + 3]] == _END):
+        return 0, i, -1
+    i += 4
+    while i < end and not _is_line_end(text[i]):
+        i += 1
+    return value, i, 1 if value else 0
+
+
+def _last_entry(data, lo: int, hi: int, addr: int) -> tuple[int, int, int]:
+    """(Start, end, address) of the last entry at or below `addr` among the lines of
+    data[lo:hi] (lo: a line's start), whose entries are in address order; start -1 for none,
+    -2 when a line read is not as the kernel writes it (_kernel_line).
+
+    A binary search over the bytes, as look(1) does over a sorted file: each step reads the
+    first line starting in the second half of what is left, ~log2 of the bytes in all."""
+    text = data
+    left = lo
+    right = hi
+    # the line at `left` is at or below addr (or is lo's), or is none; lines from `right`
+    # are above addr
+    while right - left > 1:
+        mid = left + (right - left) // 2
+        at = _line_from(text, mid, right)
+        if at == right:
+            right = mid  # no line starts in [mid, right)
+            continue
+        value, _end, kind = _kernel_line(text, at, hi)
+        if kind < 0:
+            return -2, 0, 0
+        if value <= addr:
+            left = at
+        else:
+            right = at
+    # the last entry from there back: lines that are none sort anywhere
+    while True:
+        value, end, kind = _kernel_line(text, left, hi)
+        if kind < 0:
+            return -2, 0, 0
+        if kind and value <= addr:
+            return left, end, value
+        if left == lo:
+            return -1, 0, 0
+        left = _line_before(text, left, lo)
+
+
+def _next_entry(data, end: int, hi: int) -> int:
+    """The address of the first entry in data[:hi] after the line ending at `end`, 0 for
+    none, -1 when a line read is not as the kernel writes it."""
+    text = data
+    at = _line_from(text, end + 1, hi)
+    while at < hi:
+        value, end, kind = _kernel_line(text, at, hi)
+        if kind:
+            return value if kind > 0 else -1
+        at = _line_from(text, end + 1, hi)
+    return 0
+
+
+class SortedKallsyms:
+    """A kallsyms text the kernel wrote (perf's build-id cache copy of /proc/kallsyms, or the
+    run's own copy, symbols.OwnCopy), looked up where it lies. The kernel lists its image's
+    symbols in address order (scripts/kallsyms sorts them when the kernel is built): an
+    address is found by a binary search over the text's bytes. Only what follows them, the
+    lines with a TAB (modules, BPF programs, trampolines: a few thousand), is parsed. A run
+    names ~100-5000 kernel addresses: this reads a few lines each, where a parse reads all
+    120 k (~10 ms, and a worker process to hide them in).
+
+    It answers as Kallsyms.parse's table of the same text, trusting the kernel's order (a
+    line out of it, in a text made some other way, may go unseen). Should a lookup meet a
+    line the kernel does not write, the text is parsed whole then and that table answers;
+    if it cannot be parsed, nothing is named from it."""
+
+    def __init__(self, data, core_end: int, tail: Kallsyms | None) -> None:
+        self._data = data  # bytes or an mmap
+        self._core_end = core_end  # where the lines with a TAB start
+        self._tail = tail  # their table
+        self._parsed: Kallsyms | None = None  # the whole text's, once a line needed it
+
+    @staticmethod
+    def of(data) -> SortedKallsyms | None:
+        """The table of kallsyms text `data` (bytes or an mmap) if it looks as the kernel
+        writes it: the lines without a TAB first, in the kernel's form and address order
+        where sampled (33 lines evenly spread), one an entry; then only lines with a TAB.
+        Else None: parse it."""
+        tab = data.find(b"\t")
+        core_end = len(data) if tab < 0 else max(data.rfind(b"\n", 0, tab),
+                                                  data.rfind(b"\r", 0, tab)) + 1
+        tail = None
+        if core_end < len(data):
+            try:
+                addrs, lines = Kallsyms._sorted(bytes(data[core_end:]))
+            except KallsymsError:
+                return None
+            if any(b"\t" not in lines[i] for i in range(len(addrs))):
+                return None
+            tail = Kallsyms(addrs, lines)
+        last = 0
+        for k in range(33):
+            value, _end, kind = _kernel_line(data, _line_from(data, core_end * k // 32,
+                                                              core_end), core_end)
+            if kind < 0 or value and value < last:
+                return None
+            last = value or last
+        return SortedKallsyms(data, core_end, tail) if last else None
+
+    def _whole(self) -> Kallsyms | bool:
+        """The parse of the whole text, made on first need; False if it cannot be parsed."""
+        if self._parsed is None:
+            try:
+                self._parsed = Kallsyms.parse(bytes(self._data))
+            except KallsymsError:
+                self._parsed = False
+        return self._parsed
+
+    def address_of(self, name: bytes) -> int | None:
+        """As Kallsyms.address_of: the first line naming it (the image's lines are sorted)."""
+        return _symbol_address(self._data, 0, name, True)
+
+    def _tail_at(self, addr: int) -> int:
+        """Index of the last entry of the tail at or below addr, -1 for none."""
+        return -1 if self._tail is None else bisect.bisect_right(self._tail._addrs, addr) - 1
+
+    def lookup(self, addr: int) -> tuple[int, str, str] | None:
+        """As Kallsyms.lookup: of equal addresses the tail's is the later in the text."""
+        start, end, value = (-2, 0, 0) if self._parsed is not None else _last_entry(
+            self._data, 0, self._core_end, addr)
+        if start == -2:
+            whole = self._whole()
+            return whole.lookup(addr) if whole else None
+        j = self._tail_at(addr)
+        if j >= 0 and (start < 0 or self._tail._addrs[j] >= value):
+            return _answer(self._tail._addrs[j], self._tail._lines[j])
+        return None if start < 0 else _answer(value, self._data[start:end])
+
+    def in_image(self, addr: int) -> bool:
+        """As Kallsyms.in_image: the entry at or below `addr` and the one after it are both
+        lines of the image, no entry of the tail from the first up to the second."""
+        start, end, value = (-2, 0, 0) if self._parsed is not None else _last_entry(
+            self._data, 0, self._core_end, addr)
+        following = 0 if start < 0 else _next_entry(self._data, end, self._core_end)
+        if start == -2 or following < 0:
+            whole = self._whole()
+            return bool(whole) and whole.in_image(addr)
+        if following == 0:
+            return False
+        j = self._tail_at(following - 1)
+        return j < 0 or self._tail._addrs[j] < value
 
 
 # what the live /proc/kallsyms shows, kept by content for the replay cache (probes.py): this
@@ -401,6 +605,28 @@ def read(path: str) -> tuple[bytes, str | None]:
     except zlib.error as e:
         raise KallsymsError(f"corrupt gzip data: {e}") from None
     return data, identity
+
+
+def _in_place(path: str) -> tuple[SortedKallsyms, str] | None:
+    """The in-place table of the kallsyms file `path`, mapped, and the file's identity
+    (cache.file_identity); None when it cannot be mapped or is not as the kernel writes it
+    (compressed, say): then it is read and parsed."""
+    f = open_regular(path, max_size=MAX_KALLSYMS)
+    if f is None:
+        return None
+    with f:
+        try:
+            st = os.fstat(f.fileno())
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # ValueError: an empty file
+            return None
+    table = SortedKallsyms.of(buf)
+    if table is None:
+        buf.close()
+        return None
+    from ..cache import stat_identity
+
+    return table, stat_identity(os.path.realpath(path), st)
 
 
 def cache_key(data: bytes, identity: str | None) -> str:

@@ -102,6 +102,15 @@ def likely_path(kallsyms: str | None, sysroot: str, debug_paths: list[str] = (),
     return _named_path(kallsyms, sysroot)
 
 
+def parsed_ahead(kallsyms: str | None, sysroot: str, debug_paths: list[str] = (),
+                 own: OwnCopy | None = None) -> str | None:
+    """The kallsyms file worth a worker's parse ahead of the run (KallsymsWorker): the one
+    likely_path names, unless that is a copy of the running kernel's, which the run
+    searches in place (Kallsyms.load's in_place) without parsing it."""
+    path = likely_path(kallsyms, sysroot, debug_paths, own)
+    return path if path == _named_path(kallsyms, sysroot) else None
+
+
 def _running_copy(running: bytes, debug_paths: list[str], own: OwnCopy | None) -> str | None:
     """perf's build-id cache copy of the kallsyms of the running kernel, whose build id is
     `running`, else `own` if it exists."""
@@ -334,7 +343,7 @@ class KernelSymbols:
             return None  # it parsed /proc/kallsyms: that table names every address
         self._worker = None
         try:
-            table = Kallsyms.load(copy, worker)
+            table = Kallsyms.load(copy, worker, in_place=True)
             delta = self._delta_of(table)
         except KallsymsError:
             delta = None

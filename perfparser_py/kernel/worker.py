@@ -1,5 +1,6 @@
 """The kallsyms worker: a process forked at start-up that parses the kallsyms file a run will
-most likely read, and hands the table back in shared memory."""
+most likely read and parse (symbols.parsed_ahead), and hands the table back in shared
+memory."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ _SIGKILL = 9
 
 
 class KallsymsWorker:
-    """A forked process that reads and parses the kallsyms file a run will most likely use
-    (`likely_path`) while the run imports its modules and reads the recording: the parse
+    """A forked process that reads and parses the kallsyms file a run will most likely parse
+    (`parsed_ahead`) while the run imports its modules and reads the recording: the parse
     (~10 ms compiled for 120 k lines, ~0.5 s interpreted) otherwise sits in front of the first
     kernel frame. Forked at start-up, while this process is small (every page this one has
     then counts in the worker's RSS too). Niced only a little (cpus.HELPER_NICENESS): on a
