@@ -319,12 +319,11 @@ def valid_record(data) -> bool:
 
 def _load(path: str, key: bytes) -> dict:
     """The dict stored for `key` at `path`; empty if absent, stale or corrupt."""
-    import lz4.block
-
     # the cache's own files are never links, FIFOs or devices, nor larger than it may grow
     raw = read_regular(path, MAX_ENTRY, follow=False)
     if raw is None:
         return {}
+    import lz4.block  # not before: a cold run's lookups find no file (~0.8 ms a process)
     try:
         magic, fmt, crc, klen = _HEAD.unpack_from(raw)
         start = _HEAD.size + klen
