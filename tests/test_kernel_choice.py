@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from perfparser_py import cpus, diagnostics
+from perfparser_py import cache, cpus, diagnostics
 from perfparser_py import protocol as P
 from perfparser_py.cache import PersistentCache
 from perfparser_py.cli import make_options, parse_args
@@ -91,6 +91,23 @@ def test_proc_kallsyms_only_for_the_recorded_kernel(tmp_path: Path) -> None:
     # an unknown running kernel is not the recorded one
     path, warning = _symbols(None, "/", tmp_path, RECORDED_ID).choose(str(tmp_path / "none"))
     assert path is None and "none" in warning and RECORDED_ID.hex() in warning
+
+
+def test_perfs_copy_of_another_machines_kernel_is_searched_in_place(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """The recording's kernel is not the running one, and perf's build-id cache has its
+    kallsyms (`perf archive` unpacked from the recording machine): that copy is the kernel's
+    text too, searched in place, with the names its parse gives."""
+    monkeypatch.setattr(cache, "_current", None)  # the table itself, no cache record around it
+    text = _corpus_kallsyms()
+    other = bytes(range(20))  # no running kernel's
+    _cache_copy(tmp_path / "debug", other, text)
+    ks = _symbols(None, "/", tmp_path / "debug", other)
+    ks.kernel_mmap(b"[kernel.kallsyms]_text", TEXT, 1 << 64, TEXT)
+    whole = Kallsyms.parse(text)
+    _core, image = _image_sample(whole)
+    assert [ks.lookup(a) for a in image] == [whole.lookup(a) for a in image]
+    assert isinstance(ks._table, kallsyms.SortedKallsyms)
 
 
 def test_without_a_recorded_kernel_id_proc_kallsyms_with_a_warning(tmp_path: Path) -> None:

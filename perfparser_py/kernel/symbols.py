@@ -311,7 +311,10 @@ class KernelSymbols:
             self._unnamed_because = "other kernel"
             return False
         try:
-            table = Kallsyms.load(path, worker, self._own)
+            # perf's build-id cache copy of the recording's kernel (`perf archive`'s, from
+            # another machine) is the kernel's text as a copy of the running one's is
+            copied = path != _named_path(self._explicit, self._sysroot)
+            table = Kallsyms.load(path, worker, self._own, in_place=copied)
         except KallsymsError as err:
             self._unnamed_because = "hidden" if str(err) == EMPTY_MAPPING else "unreadable"
             message = f'Failed to parse kernel symbol mapping file "{path}": {err}'
