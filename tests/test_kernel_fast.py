@@ -143,6 +143,7 @@ def test_a_kernel_written_text_searched_in_place_answers_as_its_parse(seed: int,
     b"ffffffff81000010 T b\nffffffff81000000 T a\n" * 40,  # not in address order
     b"ffffffff81000000 T a\t[m]\nffffffff81000010 T b\n",  # a line of the image after a module's
     b"ffffffff81000000 TT a\n",
+    b"ffffffff81000000 T a\r\nffffffff81000010 T b\r\n",  # lines ending at CR too
 ])
 def test_a_text_not_as_the_kernel_writes_it_is_parsed(text: bytes) -> None:
     assert SortedKallsyms.of(text) is None
@@ -156,7 +157,8 @@ def _with_line_at(line: bytes) -> tuple[bytes, list[bytes], int]:
 
 
 @pytest.mark.parametrize("line", [b"ffffffff81234567  T two_blanks\n",
-                                  b" ffffffff81234567 T blank_first\n", b"\n", b"\r\n"])
+                                  b" ffffffff81234567 T blank_first\n", b"\n",
+                                  b"ffffffff81234567 T\n"])
 def test_a_line_the_sampling_missed_hands_the_lookups_to_the_parse(line: bytes) -> None:
     """33 evenly spread lines are checked up front; a lookup that meets a line not in the
     kernel's form elsewhere answers from the whole text's parse from then on."""

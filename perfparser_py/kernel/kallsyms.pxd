@@ -27,21 +27,21 @@ cpdef bint _ascending(object addrs) except -1
                out_addrs="unsigned long long[::1]", out_spans="unsigned long long[::1]")
 cpdef tuple _reordered(object addrs, object spans)
 
-# the in-place table (SortedKallsyms): a binary search over the text (bytes or an mmap), a few
-# lines a lookup, through bounds-checked views
-cdef bint _is_line_end(unsigned char c)
+# the in-place table (SortedKallsyms): a binary search over the text (bytes or an mmap), the
+# heads of a few lines a lookup, through bounds-checked views
+@cython.locals(at=Py_ssize_t)
+cdef Py_ssize_t _line_from(object data, Py_ssize_t pos, Py_ssize_t end) except -1
 
-cdef size_t _line_from(const unsigned char[::1] text, size_t pos, size_t end) except? 0
+@cython.locals(at=Py_ssize_t)
+cdef Py_ssize_t _line_end(object data, Py_ssize_t pos, Py_ssize_t end) except -1
 
-cdef size_t _line_before(const unsigned char[::1] text, size_t pos, size_t lo) except? 0
+@cython.locals(text="const unsigned char[::1]", classes="const unsigned char *", i=Py_ssize_t,
+               value="unsigned long long", digit=int)
+cdef (unsigned long long, int) _kernel_line(object data, Py_ssize_t pos, Py_ssize_t end)
 
-@cython.locals(classes="const unsigned char *", i=size_t, value="unsigned long long", digit=int)
-cdef (unsigned long long, size_t, int) _kernel_line(const unsigned char[::1] text, size_t pos,
-                                                     size_t end)
+@cython.locals(left=Py_ssize_t, right=Py_ssize_t, mid=Py_ssize_t, at=Py_ssize_t,
+               value="unsigned long long", kind=int)
+cpdef tuple _last_entry(object data, Py_ssize_t lo, Py_ssize_t hi, unsigned long long addr)
 
-@cython.locals(text="const unsigned char[::1]", left=size_t, right=size_t, mid=size_t, at=size_t,
-               value="unsigned long long", end=size_t, kind=int)
-cpdef tuple _last_entry(object data, size_t lo, size_t hi, unsigned long long addr)
-
-@cython.locals(text="const unsigned char[::1]", at=size_t, value="unsigned long long", kind=int)
-cpdef object _next_entry(object data, size_t end, size_t hi)
+@cython.locals(at=Py_ssize_t, value="unsigned long long", kind=int)
+cpdef object _next_entry(object data, Py_ssize_t end, Py_ssize_t hi)

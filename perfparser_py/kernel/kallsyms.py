@@ -353,55 +353,44 @@ class _Lines:
         return self._buf[base + spans[2 * i]:base + spans[2 * i + 1]]
 
 
-def _is_line_end(c: int) -> bool:
-    return c == 10 or c == 13
+def _line_from(data, pos: int, end: int) -> int:
+    """The first line start at or after `pos` in data[:end] (its lines end at LF), else
+    `end`."""
+    if pos == 0 or pos >= end:
+        return min(pos, end)
+    at = data.find(b"\n", pos - 1, end)
+    return end if at < 0 else at + 1
 
 
-def _line_from(text, pos: int, end: int) -> int:
-    """The first line start at or after `pos` (a line ends at LF or CR), else `end`."""
-    if pos >= end:
-        return end
-    if pos == 0 or _is_line_end(text[pos - 1]):
-        return pos
-    while pos < end:
-        if _is_line_end(text[pos]):
-            return pos + 1
-        pos += 1
-    return end
+def _line_end(data, pos: int, end: int) -> int:
+    """Where the line holding `pos` ends in data[:end]: its LF, else `end`."""
+    at = data.find(b"\n", pos, end)
+    return end if at < 0 else at
 
 
-def _line_before(text, pos: int, lo: int) -> int:
-    """The start of the line before the one starting at `pos`, not before `lo`."""
-    pos -= 1
-    while pos > lo and not _is_line_end(text[pos - 1]):
-        pos -= 1
-    return pos
-
-
-def _kernel_line(text, pos: int, end: int) -> tuple[int, int, int]:
-    """(Address, end, kind) of the line of `text` starting at `pos`, read only as the kernel
-    writes its lines (`%016lx %c %s`, then a TAB and the module): kind 1 for an entry, 0 for
-    a line that is none (empty, or at address 0: what kptr_restrict and per-CPU symbols
+def _kernel_line(data, pos: int, end: int) -> tuple[int, int]:
+    """(Address, kind) of the line of `data` starting at `pos`, its head read only as the
+    kernel writes it (`%016lx %c %s`, then a TAB and the module): kind 1 for an entry, 0
+    for a line that is none (empty, or at address 0: what kptr_restrict and per-CPU symbols
     show), -1 for any other line, which _entries must read."""
+    text = data
     classes = _CLASS
-    i = pos
+    if pos >= end or text[pos] == 10:
+        return 0, 0
+    # the address, a blank, the type, a blank and the name's first byte
+    if pos + 19 >= end or text[pos + 16] != 32 or text[pos + 18] != 32:
+        return 0, -1
     value = 0
-    while i < end and i - pos < 16:
+    i = pos
+    while i < pos + 16:
         digit = classes[text[i]]
         if digit >= 16:
-            break
+            return 0, -1
         value = value << 4 | digit
         i += 1
-    if i == pos and (i == end or _is_line_end(text[i])):
-        return 0, i, 0
-    # the address, a blank, the type, a blank and the name's first byte
-    if (i - pos != 16 or i + 3 >= end or text[i] != 32 or classes[text[i + 1]] == _END
-            or text[i + 2] != 32 or classes[text[i + 3]] == _END):
-        return 0, i, -1
-    i += 4
-    while i < end and not _is_line_end(text[i]):
-        i += 1
-    return value, i, 1 if value else 0
+    if classes[text[pos + 17]] == _END or classes[text[pos + 19]] == _END:
+        return 0, -1
+    return value, 1 if value else 0
 
 
 def _last_entry(data, lo: int, hi: int, addr: int) -> tuple[int, int, int]:
@@ -410,19 +399,19 @@ def _last_entry(data, lo: int, hi: int, addr: int) -> tuple[int, int, int]:
     -2 when a line read is not as the kernel writes it (_kernel_line).
 
     A binary search over the bytes, as look(1) does over a sorted file: each step reads the
-    first line starting in the second half of what is left, ~log2 of the bytes in all."""
-    text = data
+    head of the first line starting in the second half of what is left, ~log2 of the bytes
+    in all."""
     left = lo
     right = hi
     # the line at `left` is at or below addr (or is lo's), or is none; lines from `right`
     # are above addr
     while right - left > 1:
         mid = left + (right - left) // 2
-        at = _line_from(text, mid, right)
+        at = _line_from(data, mid, right)
         if at == right:
             right = mid  # no line starts in [mid, right)
             continue
-        value, _end, kind = _kernel_line(text, at, hi)
+        value, kind = _kernel_line(data, at, hi)
         if kind < 0:
             return -2, 0, 0
         if value <= addr:
@@ -431,26 +420,25 @@ def _last_entry(data, lo: int, hi: int, addr: int) -> tuple[int, int, int]:
             right = at
     # the last entry from there back: lines that are none sort anywhere
     while True:
-        value, end, kind = _kernel_line(text, left, hi)
+        value, kind = _kernel_line(data, left, hi)
         if kind < 0:
             return -2, 0, 0
         if kind and value <= addr:
-            return left, end, value
+            return left, _line_end(data, left, hi), value
         if left == lo:
             return -1, 0, 0
-        left = _line_before(text, left, lo)
+        left = data.rfind(b"\n", lo, left - 1) + 1 or lo
 
 
 def _next_entry(data, end: int, hi: int) -> int:
     """The address of the first entry in data[:hi] after the line ending at `end`, 0 for
     none, -1 when a line read is not as the kernel writes it."""
-    text = data
-    at = _line_from(text, end + 1, hi)
+    at = end + 1
     while at < hi:
-        value, end, kind = _kernel_line(text, at, hi)
+        value, kind = _kernel_line(data, at, hi)
         if kind:
             return value if kind > 0 else -1
-        at = _line_from(text, end + 1, hi)
+        at = _line_end(data, at, hi) + 1
     return 0
 
 
@@ -477,12 +465,13 @@ class SortedKallsyms:
     @staticmethod
     def of(data) -> SortedKallsyms | None:
         """The table of kallsyms text `data` (bytes or an mmap) if it looks as the kernel
-        writes it: the lines without a TAB first, in the kernel's form and address order
-        where sampled (33 lines evenly spread), one an entry; then only lines with a TAB.
-        Else None: parse it."""
+        writes it: lines ending at LF, those without a TAB first, in the kernel's form and
+        address order where sampled (33 lines evenly spread), one an entry; then only lines
+        with a TAB. Else None: parse it."""
+        if data.find(b"\r") >= 0:
+            return None  # lines ending at CR too: not the kernel's
         tab = data.find(b"\t")
-        core_end = len(data) if tab < 0 else max(data.rfind(b"\n", 0, tab),
-                                                  data.rfind(b"\r", 0, tab)) + 1
+        core_end = len(data) if tab < 0 else data.rfind(b"\n", 0, tab) + 1
         tail = None
         if core_end < len(data):
             try:
@@ -494,8 +483,8 @@ class SortedKallsyms:
             tail = Kallsyms(addrs, lines)
         last = 0
         for k in range(33):
-            value, _end, kind = _kernel_line(data, _line_from(data, core_end * k // 32,
-                                                              core_end), core_end)
+            value, kind = _kernel_line(data, _line_from(data, core_end * k // 32, core_end),
+                                       core_end)
             if kind < 0 or value and value < last:
                 return None
             last = value or last
