@@ -461,6 +461,8 @@ class SortedKallsyms:
         self._core_end = core_end  # where the lines with a TAB start
         self._tail = tail  # their table
         self._parsed: Kallsyms | None = None  # the whole text's, once a line needed it
+        # the last _core answer: KernelSymbols asks in_image, then lookup, of one address
+        self._core_of: tuple[int, tuple[int, int, int]] = (-1, (-1, 0, 0))
 
     @staticmethod
     def of(data) -> SortedKallsyms | None:
@@ -475,12 +477,11 @@ class SortedKallsyms:
         tail = None
         if core_end < len(data):
             try:
-                addrs, lines = Kallsyms._sorted(bytes(data[core_end:]))
+                tail = Kallsyms.parse(bytes(data[core_end:]))
             except KallsymsError:
                 return None
-            if any(b"\t" not in lines[i] for i in range(len(addrs))):
+            if any(b"\t" not in tail._lines[i] for i in range(len(tail))):
                 return None
-            tail = Kallsyms(addrs, lines)
         last = 0
         for k in range(33):
             value, kind = _kernel_line(data, _line_from(data, core_end * k // 32, core_end),
@@ -503,14 +504,24 @@ class SortedKallsyms:
         """As Kallsyms.address_of: the first line naming it (the image's lines are sorted)."""
         return _symbol_address(self._data, 0, name, True)
 
+    def _core(self, addr: int) -> tuple[int, int, int]:
+        """_last_entry's answer for `addr` among the image's lines; start -2 once the whole
+        text's parse answers instead."""
+        if self._parsed is not None:
+            return -2, 0, 0
+        at, found = self._core_of
+        if at != addr:
+            found = _last_entry(self._data, 0, self._core_end, addr)
+            self._core_of = (addr, found)
+        return found
+
     def _tail_at(self, addr: int) -> int:
         """Index of the last entry of the tail at or below addr, -1 for none."""
         return -1 if self._tail is None else bisect.bisect_right(self._tail._addrs, addr) - 1
 
     def lookup(self, addr: int) -> tuple[int, str, str] | None:
         """As Kallsyms.lookup: of equal addresses the tail's is the later in the text."""
-        start, end, value = (-2, 0, 0) if self._parsed is not None else _last_entry(
-            self._data, 0, self._core_end, addr)
+        start, end, value = self._core(addr)
         if start == -2:
             whole = self._whole()
             return whole.lookup(addr) if whole else None
@@ -522,8 +533,7 @@ class SortedKallsyms:
     def in_image(self, addr: int) -> bool:
         """As Kallsyms.in_image: the entry at or below `addr` and the one after it are both
         lines of the image, no entry of the tail from the first up to the second."""
-        start, end, value = (-2, 0, 0) if self._parsed is not None else _last_entry(
-            self._data, 0, self._core_end, addr)
+        start, end, value = self._core(addr)
         following = 0 if start < 0 else _next_entry(self._data, end, self._core_end)
         if start == -2 or following < 0:
             whole = self._whole()
