@@ -124,3 +124,19 @@ def test_perfs_empty_call_chain_and_our_ip_frame_agree() -> None:
                            [perfdiff.Stack(1, 5, "x", []), perfdiff.Stack(1, 6, "x", [])],
                            _aliases({}))
     assert (rep.perf_no_chain, rep.agreeing, rep.identical) == (1, 1, 0)
+
+
+def test_ours_stopping_at_hotspots_max_frames_agrees() -> None:
+    """A stack deeper than hotspot's --max-frames: ours stops once more than 1024 frames exist,
+    its kernel frames counted; perf (told --max-stack 1025) limits the user frames alone, so
+    it may go on. Ours one frame short of the limit, or different on the way, still differs."""
+    rec = perfdiff.Frame("rec", "deep", "/deep")
+    kernel = perfdiff.Frame("irq", perfdiff.KERNEL, "")
+    limit = perfdiff.MAX_FRAMES + 1
+    ours = [kernel] * 4 + [rec] * (limit - 4)
+    perf = [kernel] * 4 + [rec] * limit
+    rep = perfdiff.compare("deep", [perfdiff.Stack(1, 5, "x", ours),
+                                    perfdiff.Stack(1, 6, "x", ours[:-1]),
+                                    perfdiff.Stack(1, 7, "x", ours[:-1] + [kernel])],
+                           [perfdiff.Stack(1, t, "x", perf) for t in (5, 6, 7)], _aliases({}))
+    assert (rep.ours_at_max_frames, rep.agreeing, rep.identical) == (1, 1, 0)
