@@ -34,7 +34,7 @@ def test_runtime_dependencies_are_what_a_run_imports():
     assert runtime == {"construct", "zstandard", "lz4"}
     extras = PROJECT["optional-dependencies"]
     # optional speed-ups and fallbacks, each an extra of its own, all in the test extra
-    for extra, name in (("rust", "pyderust"), ("fast", "isal"), ("cxx", "cpp-demangle")):
+    for extra, name in (("rust", "pyderust"), ("fast", "deflate"), ("cxx", "cpp-demangle")):
         assert _names(extras[extra]) == {name}
         assert name in _names(extras["test"])
     assert "pyelftools" in _names(extras["test"])  # the tests' second ELF reader only

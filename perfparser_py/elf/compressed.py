@@ -51,24 +51,28 @@ def reset_inflate_budget() -> None:
     _budget = _InflateBudget()
 
 
-_isal = None  # isal.isal_zlib once looked for; False when not installed
+_libdeflate = None  # the deflate module (libdeflate) once looked for; False when not installed
 
 
 def _zlib_inflate(body: memoryview, usize: int) -> bytes:
-    """The first `usize` bytes of a zlib stream. ISA-L's inflate is ~2x zlib's (libc's
-    debug sections 51 -> 23 ms). Its result is taken only when it is complete (all `usize`
-    bytes); an error or a short result (damaged or truncated data, where the two libraries
-    may stop at different points) is decided by zlib, as before."""
-    global _isal
-    if _isal is None:
+    """The first `usize` bytes of a zlib stream. libdeflate inflates a whole buffer of known
+    size in one call, with the GIL released once: ~2.5x zlib's speed (libc's .debug_info,
+    5.8 MB: 20 -> 8 ms). zlib's decompressobj fills its output in steps and takes the GIL
+    back after each, and while the main thread is busy each take waits out its switch
+    interval (5 ms): 57 ms for that section on the prefetch thread. Its result is taken
+    only when it is complete (all `usize` bytes, never more); an error or a short result
+    (damaged or truncated data, where the two libraries may stop at different points) is
+    decided by zlib, as before."""
+    global _libdeflate
+    if _libdeflate is None:
         try:
-            from isal import isal_zlib as _isal
+            import deflate as _libdeflate
         except ImportError:
-            _isal = False
-    if _isal:
+            _libdeflate = False
+    if _libdeflate:
         try:
-            data = _isal.decompressobj().decompress(body, usize)
-        except _isal.error:
+            data = _libdeflate.zlib_decompress(body, usize)
+        except _libdeflate.DeflateError:
             data = b""
         if len(data) == usize:
             return data

@@ -77,9 +77,9 @@ def test_bundles_the_distributions_interpreter_and_the_compiled_core(perfparser_
 
 
 # What the parser imports from compiled dependencies (lazily, where a failed import falls back
-# to a slower path instead of failing: isal -> zlib): PyInstaller's analysis cannot see the
+# to a slower path instead of failing: deflate -> zlib): PyInstaller's analysis cannot see the
 # imports made from C, so the bundle is checked against what really loads.
-ACCELERATORS = ("isal.isal_zlib", "zstandard", "lz4.block", "lz4.frame", "pyderust",
+ACCELERATORS = ("deflate", "zstandard", "lz4.block", "lz4.frame", "pyderust",
                 "cpp_demangle")
 
 
