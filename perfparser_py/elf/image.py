@@ -331,6 +331,15 @@ class ElfImage(FallbackNames):
             return (0, 0)
         return (min(s[0] for s in self.segments), max(s[0] + s[1] for s in self.segments))
 
+    def in_code(self, vaddr: int) -> bool:
+        """Whether ELF virtual address `vaddr` lies in an executable PT_LOAD segment, as a
+        return address must; True for an image without segments (nothing known)."""
+        if not self.segments:
+            return True
+        return any(flags & PF_X and seg_vaddr <= vaddr < seg_vaddr + memsz
+                   for (seg_vaddr, memsz, _off, _filesz), flags
+                   in zip(self.segments, self._flags, strict=True))
+
     def read(self, vaddr: int, size: int) -> bytes | None:
         """File-backed bytes at ELF virtual address `vaddr`, None if not in the file."""
         for seg_vaddr, _memsz, off, filesz in self.segments:

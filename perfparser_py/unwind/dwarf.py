@@ -71,6 +71,12 @@ def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: me
 _WALKERS: dict[tuple[str, int], _Walker] = {}
 
 
+def _in_code(module_at: ModuleAt, addr: int) -> bool:
+    """Whether runtime address `addr` lies in the executable code of a module."""
+    mod = module_at.module(addr)
+    return mod is not None and mod[0].in_code(addr - mod[1])
+
+
 def _walker(arch: str, abi: int) -> _Walker | None:
     a = arch_for(arch, abi)
     if a is None:
@@ -156,9 +162,10 @@ class _Walker(Memory):
             sp = regs[sp_reg]
             moved = tried = signal = False
             if step is None:
-                if self.guessed >= 0 and module_at.module(adj) is None:
+                if self.guessed >= 0 and not _in_code(module_at, adj):
                     # a return address taken from another sample's words that lies in no
-                    # module ([heap], [stack], nothing) is junk, not a caller: stop before it
+                    # module's code ([heap], [stack], nothing, a data pointer into a
+                    # library's read-only segment) is junk, not a caller: stop before it
                     break
                 self._push(adj)
                 # code without CFI: the architecture's frame-pointer step (elfutils' order;

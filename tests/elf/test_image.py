@@ -86,6 +86,27 @@ def test_symbols_of_libc_with_debug_file(corpus_dir: Path) -> None:
     assert libc.symbol_at(local[0] + 1)[1] == local[0]
 
 
+def test_code_is_the_executable_segments(corpus_dir: Path) -> None:
+    """in_code: an address in ld.so's .text is code; one in .gnu.hash (its read-only first
+    segment, where a pointer ld.so leaves on the stack points) is not; every section
+    pyelftools reads agrees with its segment's PF_X."""
+    path = corpus_dir / "sysroot/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+    image = ElfImage.open(str(path))
+    assert image is not None
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        loads = [(s["p_vaddr"], s["p_memsz"], bool(s["p_flags"] & 1))
+                 for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+        sections = {s.name: (s["sh_addr"], s["sh_size"]) for s in elf.iter_sections()
+                    if s["sh_addr"] and s["sh_size"]}
+    assert image.in_code(sections[".text"][0]) and not image.in_code(sections[".gnu.hash"][0])
+    for addr, size in sections.values():
+        for at in (addr, addr + size - 1):
+            held = [x for v, m, x in loads if v <= at < v + m]
+            assert image.in_code(at) == (held == [True])
+    assert not image.in_code(max(v + m for v, m, _x in loads))  # past every segment
+
+
 def test_dynsym_only_libstdcxx(corpus_dir: Path) -> None:
     path = corpus_dir / "sysroot/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30"
     image = ElfImage.open(str(path))

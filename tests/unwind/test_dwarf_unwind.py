@@ -146,6 +146,9 @@ class _Image:
             return self.data[off:off + size]
         return None
 
+    def in_code(self, vaddr: int) -> bool:
+        return True  # every module of these tests is code throughout
+
 
 def _space(rows: list[Row], lo: int = 0x1000, hi: int = 0x9000, image=None):
     cfi = _Cfi(rows)
@@ -595,6 +598,26 @@ def test_a_remembered_return_address_in_no_module_ends_the_walk() -> None:
     stack = _words("Q", 0x2000, 0x5555_0000)
     frames, _ = unwind("x86_64", 2, (sp, 0x1000), mask, stack, _space(rows), History(), -1)
     assert frames[:3] == [0x1000, 0x1FFF, 0x5555_0000 - 1]
+
+
+def test_a_remembered_return_address_outside_its_modules_code_ends_the_walk() -> None:
+    """A word from another sample that points into a module's read-only data (ld.so's
+    .gnu.hash: a pointer its symbol lookup left on the stack before main ran) is no return
+    address either; one into the module's code still is, guessed."""
+    rows = [Row((CFA_REG, 7, 8), {16: (OFFSET, -8)}, 16, False, 0x1000, 0x4000)]
+    sp = 0x7FFF_0000
+    mask = (1 << 7) | (1 << 8)
+
+    class _Data(_Image):  # code at [0x1000, 0x5000), read-only data at [0x5000, 0x9000)
+        def in_code(self, vaddr: int) -> bool:
+            return vaddr < 0x5000
+
+    for word, expected in ((0x5510, [0x1000, 0x1FFF]), (0x4510, [0x1000, 0x1FFF, 0x450F])):
+        history = History()
+        history[sp + 8] = word
+        frames, guessed = unwind("x86_64", 2, (sp, 0x1000), mask, _words("Q", 0x2000),
+                                 _space(rows, image=_Data()), history, -1)
+        assert frames == expected and guessed == 2
 
 
 def test_the_frame_pointer_step_is_only_for_code_without_cfi() -> None:
