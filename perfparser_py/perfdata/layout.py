@@ -76,6 +76,7 @@ from .abi import (
     SAMPLE_TIME,
     SAMPLE_TRANSACTION,
     SAMPLE_WEIGHT,
+    SAMPLE_WEIGHT_STRUCT,
 )
 
 CSTRING = "cstring"  # a NUL-terminated name, NUL-padded to 8 bytes, up to the end of the body
@@ -155,7 +156,7 @@ SAMPLE_VARIABLE: tuple[Row, ...] = (
     ("branch_stack", BRANCH_STACK, SAMPLE_BRANCH_STACK),
     ("regs_user", REGS_USER, SAMPLE_REGS_USER),
     ("stack_user", STACK_USER, SAMPLE_STACK_USER),
-    ("weight", "Q", SAMPLE_WEIGHT),
+    ("weight", "Q", SAMPLE_WEIGHT | SAMPLE_WEIGHT_STRUCT),
     ("data_src", "Q", SAMPLE_DATA_SRC),
     ("transaction", "Q", SAMPLE_TRANSACTION),
 )
