@@ -289,6 +289,25 @@ def rec_c_dwarf(tmp: Path):
     return _record(tmp / "c_dwarf.data", DWARF, [str(exe), "600"]), ["--app", str(tmp)]
 
 
+def rec_c_dwarf_layout(tmp: Path):
+    """rec_c_dwarf's program with the sample fields moved about: the sample id first
+    (`--sample-identifier`), the interrupted registers after the stack copy (`--intr-regs`),
+    data address, weight and page sizes in and after the fixed tail, and a subset of the user
+    registers (`--user-regs`: no r12-r15, which the walk then takes as unknown, as perf's).
+    A 16 KiB stack copy: with a 64 KiB one and --intr-regs the record outgrows its 16-bit
+    size and the kernel writes 16-byte samples (perf script fails on them; ours skips and
+    counts them)."""
+    src = tmp / "work.c"
+    src.write_text(C_WORKLOAD)
+    exe = tmp / "c_dwarf"
+    _run(["gcc", "-O2", "-g", "-o", str(exe), str(src)])
+    layout = ["--sample-identifier", "--intr-regs=ax,bx", "--user-regs=ax,bx,bp,sp,ip",
+              "-d", "-W", "--data-page-size", "--code-page-size"]
+    return (_record(tmp / "c_dwarf_layout.data", ["--call-graph", "dwarf,16384", *layout],
+                    [str(exe), "600"]),
+            ["--app", str(tmp)])
+
+
 def rec_rust_v0(tmp: Path):
     src = tmp / "prog.rs"
     src.write_text(RUST_WORKLOAD)
@@ -534,6 +553,7 @@ RECORDINGS: dict[str, Callable] = {
     "xz": rec_xz,
     "g++ (cc1plus)": rec_cc1plus,
     "c-dwarf": rec_c_dwarf,
+    "c-dwarf-layout": rec_c_dwarf_layout,
     "rust-v0": rec_rust_v0,
     "clang-lld": rec_clang_lld,
     "plt-lld": rec_plt_lld,
