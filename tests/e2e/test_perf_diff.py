@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpus.expect import REPO, run_parser
+from tests.e2e.programs import build_c
 
 THRESHOLD = 0.995
 FREQ = "999"
@@ -282,10 +283,7 @@ def rec_c_dwarf(tmp: Path):
     """gcc's default code (no frame pointers) and libc's qsort, unwound from DWARF. Every
     stack fits the copy, so no frame may be guessed: a leaf sampled in an epilogue after its
     pops still has rules for the popped registers, at slots below SP (WHOLE_STACKS)."""
-    src = tmp / "work.c"
-    src.write_text(C_WORKLOAD)
-    exe = tmp / "c_dwarf"
-    _run(["gcc", "-O2", "-g", "-o", str(exe), str(src)])
+    exe = build_c(tmp, "c_dwarf", C_WORKLOAD, "-O2", "-g")
     return _record(tmp / "c_dwarf.data", DWARF, [str(exe), "600"]), ["--app", str(tmp)]
 
 
@@ -297,10 +295,7 @@ def rec_c_dwarf_layout(tmp: Path):
     A 16 KiB stack copy: with a 64 KiB one and --intr-regs the record outgrows its 16-bit
     size and the kernel writes 16-byte samples (perf script fails on them; ours skips and
     counts them)."""
-    src = tmp / "work.c"
-    src.write_text(C_WORKLOAD)
-    exe = tmp / "c_dwarf"
-    _run(["gcc", "-O2", "-g", "-o", str(exe), str(src)])
+    exe = build_c(tmp, "c_dwarf", C_WORKLOAD, "-O2", "-g")
     layout = ["--sample-identifier", "--intr-regs=ax,bx", "--user-regs=ax,bx,bp,sp,ip",
               "-d", "-W", "--data-page-size", "--code-page-size"]
     return (_record(tmp / "c_dwarf_layout.data", ["--call-graph", "dwarf,16384", *layout],
