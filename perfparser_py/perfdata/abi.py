@@ -25,7 +25,8 @@ SAMPLE_DATA_SRC = 1 << 15
 SAMPLE_IDENTIFIER = 1 << 16
 SAMPLE_TRANSACTION = 1 << 17
 # the weight as a struct of three smaller ones, in the u64 slot SAMPLE_WEIGHT's takes (perf
-# record -W since perf 5.12 on CPUs that report more than one): PERF_SAMPLE_WEIGHT_TYPE
+# record -W on x86 and powerpc since perf 5.12, the plain weight elsewhere):
+# PERF_SAMPLE_WEIGHT_TYPE is either
 SAMPLE_WEIGHT_STRUCT = 1 << 24
 
 # perf_event_attr.read_format (enum perf_event_read_format)

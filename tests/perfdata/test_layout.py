@@ -168,7 +168,7 @@ def test_samples_not_in_whole_words_are_left_to_the_general_decoder(big_endian):
 @pytest.mark.parametrize("weight_bit", [abi.SAMPLE_WEIGHT, abi.SAMPLE_WEIGHT_STRUCT])
 def test_either_weight_kind_takes_the_weight_slot(weight_bit):
     """perf_event.h: `{ u64 weight; } && PERF_SAMPLE_WEIGHT_TYPE`, the plain weight or the
-    struct one (`perf record -W` since perf 5.12), in one u64 after the user stack; the data
+    struct one (`perf record -W` on x86 and powerpc since perf 5.12), in one u64 after the user stack; the data
     source and the transaction follow it. Packed here by hand, not from the tables."""
     st = (abi.SAMPLE_IP | abi.SAMPLE_TID | abi.SAMPLE_REGS_USER | abi.SAMPLE_STACK_USER
           | weight_bit | abi.SAMPLE_DATA_SRC | abi.SAMPLE_TRANSACTION)
