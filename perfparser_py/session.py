@@ -334,6 +334,8 @@ class Session:
         if proc is not None:
             self.exited.pop(pid, None)
             self.exited[pid] = proc
+            if proc.unwind is not None:
+                proc.unwind.exited()
             if len(self.exited) > MAX_EXITED:
                 del self.exited[next(iter(self.exited))]
 

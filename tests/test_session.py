@@ -46,6 +46,22 @@ def test_the_unwinders_steps_are_kept_across_data_mappings_and_dropped_for_image
     assert (len(steps), steps.get(0x1500, "none")) == (0, "none")
 
 
+def test_an_exited_process_keeps_its_stack_history_and_drops_its_steps():
+    from perfparser_py.unwind.process import process_unwind
+
+    session = Session()
+    session.add_mapping(1, _map(0x1000, 0x2000, object()))
+    proc = session.process(1)
+    state = process_unwind(proc, {}, None)
+    state.steps.add(0x1500, "compiled step")
+    state.history.put(0x7FF0, 0x1234)
+    session.exit(1)
+    assert session.exited[1] is proc
+    # the samples of its exit path read the history; the steps are a cache they rebuild
+    assert (state.history.word(0x7FF0), len(state.steps)) == (0x1234, 0)
+    assert process_unwind(proc, {}, None) is state
+
+
 def test_generations_are_unique_across_processes_and_an_exec_starts_a_new_one():
     session = Session()
     session.add_mapping(1, _map(0x1000, 0x2000))

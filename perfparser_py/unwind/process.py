@@ -95,6 +95,12 @@ class ProcessUnwind:
         self.steps = Steps()
         self.generation = generation
 
+    def exited(self) -> None:
+        """The process exited (session.Session keeps it for the samples of its exit path): its
+        steps go, a cache those few samples rebuild (the 64 exited processes of a g++ build
+        kept ~10 MB of them); its history, which they read, stays."""
+        self.steps.clear()
+
 
 def process_unwind(proc, cfis: dict[int, object], cfi_for) -> ProcessUnwind:
     """proc's unwinding state, made on first use (one module lookup per process: made per
