@@ -62,4 +62,9 @@ cdef class Cfi:
 cpdef tuple _run(_Frames frames, _Cie c, Py_ssize_t pos, Py_ssize_t end, object loc, tuple cfa,
                  dict regs, dict initial, object pc, list stack, Py_ssize_t advances)
 
+cdef dict _SHARED
+cdef Py_ssize_t _MAX_SHARED
+
+cpdef tuple shared(tuple rule)
+
 cpdef _restore(dict regs, dict initial, object reg)

@@ -30,6 +30,12 @@ CFA_REG, CFA_EXPR = 0, 1
 _FIXED_ENCODINGS = {0x02: 2, 0x03: 4, 0x04: 8,  # udata2/4/8
                     0x0A: 2, 0x0B: 4, 0x0C: 8}  # sdata2/4/8
 
+# Rows repeat their rules: cc1plus's 16 k rows found hold ~80 k, and the steps compiled from
+# them (unwind.rules) ~100 k, of a few hundred distinct ones. Both hold one tuple for each
+# distinct rule (`shared`), up to _MAX_SHARED of them: hostile CFI may make every one distinct.
+_SHARED: dict[tuple, tuple] = {}
+_MAX_SHARED = 1 << 14
+
 # Bounds against hostile input.
 _MAX_STATE_STACK = 64
 _MAX_ROWS = 100_000  # advances of one program
@@ -440,7 +446,9 @@ class Cfi:
                                                     c.initial[1], pc, stack, advances)
         except (CfiError, IndexError, OverflowError, ValueError):  # Overflow: a C position
             return None
-        row = Row(cfa, regs, c.ra, c.signal, lo, stop if hi is None else min(hi, stop))
+        for reg, rule in regs.items():
+            regs[reg] = shared(rule)
+        row = Row(shared(cfa), regs, c.ra, c.signal, lo, stop if hi is None else min(hi, stop))
         after = None if hi is None else (pos, hi, advances, tuple(stack))
         if known is None:
             frames.rows[off] = ([lo], [row], [after])
@@ -623,6 +631,17 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
     if pos > end:
         raise CfiError("instruction overruns entry")
     return (kind, creg, coff), regs, loc, new, pos, advances
+
+
+def shared(rule: tuple) -> tuple:
+    """The one tuple equal to `rule` that rows and steps hold (`rule` itself the first time,
+    and once _MAX_SHARED are)."""
+    found = _SHARED.get(rule)
+    if found is not None:
+        return found
+    if len(_SHARED) < _MAX_SHARED:
+        _SHARED[rule] = rule
+    return rule
 
 
 def _restore(regs: dict[int, tuple], initial: dict[int, tuple] | None, reg: int) -> None:

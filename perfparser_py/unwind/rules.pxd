@@ -2,6 +2,7 @@
 
 cimport cython
 
+from perfparser_py.elf.cfi cimport shared
 from perfparser_py.unwind.process cimport ModuleAt
 
 # NREG stays a Python int here: unwind.dwarf imports it (into its C int)

@@ -10,7 +10,7 @@ table says of the PLT code no CFI covers, and 32-bit Arm's exception-handling in
 
 from __future__ import annotations
 
-from ..elf.cfi import CFA_REG, EXPR, OFFSET, REGISTER, SIGNED, UNDEF, VAL_EXPR, Cfi
+from ..elf.cfi import CFA_REG, EXPR, OFFSET, REGISTER, SIGNED, UNDEF, VAL_EXPR, Cfi, shared
 from ..elf.constants import EM_ARM
 from ..elf.exidx import ArmExidx
 from .registers import table_for_machine
@@ -87,7 +87,7 @@ def compile_step(row, word: int) -> Step:
         if kind == SIGNED:
             st.ra_signed = True
             continue
-        rules.append((reg, kind, arg))
+        rules.append(shared((reg, kind, arg)))
         if kind == OFFSET and 0 <= reg < NREG and -_MAX_OFFSET < arg < _MAX_OFFSET:
             saves.append((arg, reg))
         elif kind == UNDEF and reg == ra and not reads:
@@ -107,8 +107,8 @@ def compile_step(row, word: int) -> Step:
     st.block = block
     if block:
         # tuples: a program has up to ~10^5 rows, and a typed memoryview costs ~0.4 KB each
-        st.saved = tuple([reg for _arg, reg in saves])
-        st.args = tuple([arg for arg, _reg in saves])
+        st.saved = shared(tuple([reg for _arg, reg in saves]))
+        st.args = shared(tuple([arg for arg, _reg in saves]))
         st.nsaved = len(saves)
         st.ra_i = st.saved.index(ra)
         st.first = saves[0][0]

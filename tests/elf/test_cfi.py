@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import struct
+import subprocess
+import sys
 from bisect import bisect_right
 from pathlib import Path
 
@@ -220,6 +222,30 @@ def test_rows_run_to_the_asked_address_in_any_order(order: str) -> None:
         assert (row.lo, row.hi, row.cfa, row.regs) == (lo, hi, (CFA_REG, 31, off), regs), hex(pc)
         assert seen.setdefault(lo, row) is row
     assert cfi.row(0x1040) is None
+
+
+def test_rows_and_steps_hold_one_tuple_for_each_distinct_rule() -> None:
+    """Rows repeat their rules (cc1plus: ~80 k in 16 k rows, a few hundred distinct): equal
+    rules, CFA rules and compiled steps' rules are one object, whichever row made them."""
+    from perfparser_py.unwind.rules import compile_step
+
+    data = _debug_frame(8, 30, _STATE_CIE, _STATE_FDE, 0x1000, 0x40)
+    cfi = Cfi.for_image(_FakeImage({".debug_frame": (0, data)}))
+    first, third, fourth = cfi.row(0x1000), cfi.row(0x1008), cfi.row(0x100C)
+    assert first.regs[29] == fourth.regs[29] and first.regs[29] is fourth.regs[29]
+    assert third.cfa == fourth.cfa and third.cfa is fourth.cfa
+    a, b = compile_step(third, 8), compile_step(fourth, 8)
+    assert a.rules[1] == b.rules[1] == (30, OFFSET, -8) and a.rules[1] is b.rules[1]
+
+
+def test_the_shared_rules_are_bounded() -> None:
+    """Hostile CFI may make every rule distinct: past the bound a rule is its own tuple."""
+    code = ("from perfparser_py.elf.cfi import OFFSET, shared\n"
+            "kept = [shared((OFFSET, n)) for n in range(1 << 15)]\n"
+            "late = (OFFSET, 1 << 15)\n"
+            "assert shared(late) is late and shared((OFFSET, 1 << 15)) is not late\n"
+            "assert shared((OFFSET, 5)) is kept[5]\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_damage_past_the_asked_row_leaves_the_rows_before_it() -> None:
