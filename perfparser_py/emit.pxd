@@ -21,4 +21,4 @@ cdef class Emitter:
     cpdef bint has_symbol(self, object location_id)
     cpdef symbol(self, object location_id, object name, object binary, object path,
                  object is_kernel, object rel_addr, object size, object actual_path,
-                 object is_inline)
+                 object is_inline, bint placeholder=*)

@@ -107,8 +107,11 @@ class Emitter:
         size: int,
         actual_path: int,
         is_inline: bool,
+        placeholder: bool = False,
     ) -> None:
-        if name == -1:
+        """`placeholder`: `name` only says where the function is (a stripped program's
+        `<.text+…>`): its frames count as unresolved, as nameless ones do (diagnostics.py)."""
+        if name == -1 or placeholder:
             self._state[location_id] = HAS_SYMBOL
             self.unnamed[location_id] = (binary, path, is_kernel)
         else:

@@ -284,13 +284,20 @@ class Symbolizer:
         bias = m.bias
         x = ip - bias
         sym = image.symbol_at(x)
+        placeholder = False
         if sym is None:
-            # no ELF symbol: the address is its own function location (PROTOCOL §6.2)
-            lid = emit.location(ip, 0, -1, pid, 0, 0, -1, path)
-            if not emit.has_symbol(lid):
-                name = emit.string(image.fallback_name(x))
-                emit.symbol(lid, name, binary, path, is_kernel, 0, 0, actual, False)
-            return lid
+            fallback = image.fallback_name(x)
+            if fallback is None:
+                sym = image.unnamed_function(x)
+                placeholder = sym is not None
+            if sym is None:
+                # no function known: the address is its own function location (PROTOCOL §6.2),
+                # its name at most where it is (`<.init+1000>`) or a PLT slot's (`f@plt`)
+                lid = emit.location(ip, 0, -1, pid, 0, 0, -1, path)
+                if not emit.has_symbol(lid):
+                    emit.symbol(lid, emit.string(fallback), binary, path, is_kernel, 0, 0,
+                                actual, False, fallback is not None and fallback[0] == "<")
+                return lid
         sym_name, start, size = sym
         name = sym_name
         fn_addr = ip - (x - start)
@@ -332,7 +339,7 @@ class Symbolizer:
                                    fn_scope)
         if not emit.has_symbol(parent):
             emit.symbol(parent, emit.string(name), binary, path, is_kernel, start, size, actual,
-                        False)
+                        False, placeholder)
         return emit.location(ip, x, file, pid, line, column, parent, path)
 
     def _inline_chain(self, sub, inlined, bias, rel, pid, sym, binary, path, is_kernel, actual):

@@ -54,6 +54,8 @@ cdef class Cfi:
     cdef public object _exidx
 
     cpdef object row(self, object vaddr)
+    cpdef object function_at(self, object vaddr)
+    cpdef object _fde_offset(self, int which, _Frames frames, object pc)
     @cython.locals(c=_Cie, known=tuple, i=Py_ssize_t, stack=list)
     cpdef object _lookup(self, int which, _Frames frames, object pc)
 

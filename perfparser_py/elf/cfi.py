@@ -407,14 +407,37 @@ class Cfi:
         self._rows[vaddr] = row
         return row
 
+    def function_at(self, vaddr: int) -> tuple[int, int] | None:
+        """[start, end) of the code the FDE covering `vaddr` describes (a compiler emits one
+        for each function, and one for each of its cold parts), None where none does."""
+        for which, frames in ((0, self._eh), (1, self._debug)):
+            if frames is None:
+                continue
+            try:
+                off = self._fde_offset(which, frames, vaddr)
+                if off is None:
+                    continue
+                _, begin, stop, _, _ = frames.fde(off)
+            except (CfiError, IndexError, OverflowError, ValueError):
+                continue
+            if begin <= vaddr < stop:
+                return begin, stop
+        return None
+
+    def _fde_offset(self, which: int, frames: _Frames, pc: int) -> int | None:
+        """Offset in `frames` of the FDE that may cover `pc` (by .eh_frame_hdr's table for
+        .eh_frame, `which` 0, where there is one), None if none can."""
+        if which == 0 and self._hdr is not None:
+            fde_vaddr = self._hdr.find(pc)
+            off = None if fde_vaddr is None else fde_vaddr - frames.vaddr
+        else:
+            off = frames.find(pc)
+        return None if off is None or off < 0 else off
+
     def _lookup(self, which: int, frames: _Frames, pc: int) -> Row | None:
         try:
-            if which == 0 and self._hdr is not None:
-                fde_vaddr = self._hdr.find(pc)
-                off = None if fde_vaddr is None else fde_vaddr - frames.vaddr
-            else:
-                off = frames.find(pc)
-            if off is None or off < 0:
+            off = self._fde_offset(which, frames, pc)
+            if off is None:
                 return None
             # the rows of this FDE found before (cc1plus's samples hit two addresses a row),
             # and where the program stood after the last one below pc

@@ -123,6 +123,7 @@ class ElfImage(FallbackNames):
         self._alloc: tuple[list[int], list[_Section]] | None = None
         self._plt: tuple[int, dict[int, str | tuple[int, int]], bytes] | None = None
         self._plt_entries: dict[str, tuple[list[int], list[int]]] = {}  # aarch64's, Arm's, by section
+        self._fde_functions = None  # plt.FallbackNames.unnamed_function's elf.cfi.Cfi, or False
         self._cache: CacheRecord | None = None
         self._parse_headers()
 

@@ -77,6 +77,28 @@ class FallbackNames:
             return name
         return f"<{sec.name}+{vaddr:x}>"
 
+    def unnamed_function(self, vaddr: int) -> tuple[str, int, int] | None:
+        """(name, start, size) of the function around `vaddr` where no ELF symbol covers it
+        and fallback_name() gives no name (the .text of a stripped program, which keeps only
+        its dynamic symbols): the code the unwind table's FDE covering it describes, named
+        `<section+start>` after its start's ELF address, as fallback_name() names an address.
+        Its frames then group by function, not all under one nameless symbol of the binary.
+        None where no FDE covers `vaddr`."""
+        if self._fde_functions is None:
+            from .cfi import Cfi  # an import here: only such programs need it
+
+            self._fde_functions = Cfi.for_image(self) or False
+        if self._fde_functions is False:
+            return None
+        found = self._fde_functions.function_at(vaddr)
+        if found is None:
+            return None
+        start, end = found
+        sec = self._section_containing(start)
+        if sec is None:
+            return None
+        return f"<{sec.name}+{start:x}>", start, end - start
+
     def plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
         """What unwinding needs of the PLT sections, for where no CFI describes them (lld
         emits none for its PLTs, GNU ld none on aarch64 and Arm): per section (start, end,

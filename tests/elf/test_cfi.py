@@ -224,6 +224,13 @@ def test_rows_run_to_the_asked_address_in_any_order(order: str) -> None:
     assert cfi.row(0x1040) is None
 
 
+def test_function_at_is_the_range_of_the_covering_fde() -> None:
+    data = _debug_frame(8, 30, _STATE_CIE, _STATE_FDE, 0x1000, 0x40)
+    cfi = Cfi.for_image(_FakeImage({".debug_frame": (0, data)}))
+    assert [cfi.function_at(pc) for pc in (0x1000, 0x1020, 0x103F)] == [(0x1000, 0x1040)] * 3
+    assert cfi.function_at(0xFFF) is None and cfi.function_at(0x1040) is None
+
+
 def test_rows_and_steps_hold_one_tuple_for_each_distinct_rule() -> None:
     """Rows repeat their rules (cc1plus: ~80 k in 16 k rows, a few hundred distinct): equal
     rules, CFA rules and compiled steps' rules are one object, whichever row made them."""

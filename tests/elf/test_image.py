@@ -162,6 +162,67 @@ def test_plt_and_section_fallback_names(corpus_dir: Path, built: dict[str, Path]
     assert image.fallback_name(init + 1) == f"<.init+{init + 1:x}>"
 
 
+def _functions(path: Path) -> dict[str, tuple[int, int]]:
+    """name -> (address, size) of the sized functions in `path`'s symbol table."""
+    symtab = ELFFile(open(path, "rb")).get_section_by_name(".symtab")
+    return {sym.name: (sym["st_value"], sym["st_size"]) for sym in symtab.iter_symbols()
+            if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"]}
+
+
+def test_a_stripped_programs_functions_are_its_fdes(built: dict[str, Path]) -> None:
+    """Without .symtab (objcopy --strip-all), each function is still the code its FDE
+    covers: named after its start, with the extent its symbol had before the strip."""
+    stripped = ElfImage.open(str(built["stripped"]))
+    funcs = _functions(built["pie"])
+    for name in ("g", "main"):
+        start, size = funcs[name]
+        for vaddr in (start, start + size // 2, start + size - 1):
+            assert stripped.symbol_at(vaddr) is None
+            assert stripped.fallback_name(vaddr) is None
+            assert stripped.unnamed_function(vaddr) == (f"<.text+{start:x}>", start, size)
+    # a section fallback name comes first: the PLT has an FDE, its entries keep their names
+    init = ELFFile(open(built["stripped"], "rb")).get_section_by_name(".init")["sh_addr"]
+    assert stripped.fallback_name(init) == f"<.init+{init:x}>"
+
+
+def test_a_stripped_programs_frames_group_by_function(built: dict[str, Path]) -> None:
+    """Two addresses of one function of a stripped program share its symbol, which hotspot
+    can disassemble (its start and size); another function has its own."""
+    import io
+
+    from perfparser_py.compare import logical_frames
+    from perfparser_py.emit import Emitter
+    from perfparser_py.kernel.symbols import KernelSymbols
+    from perfparser_py.protocol import StreamWriter, read_stream
+    from perfparser_py.session import Mapping
+    from perfparser_py.symbolize import Symbolizer
+    from perfparser_py.textdump import StreamState
+
+    out = io.BytesIO()
+    writer = StreamWriter(out, "current")
+    writer.header()
+    sym = Symbolizer(Emitter(writer), KernelSymbols(writer, "/dev/null", "/", []), None)
+    image = ElfImage.open(str(built["stripped"]))
+    funcs = _functions(built["pie"])
+    g, main = funcs["g"], funcs["main"]
+    base = 0x555555554000
+    mapping = Mapping(base, base + 0x10000, 0, b"/bin/p", str(built["stripped"]), image, base,
+                      base)
+    addrs = (g[0] + 1, g[0] + g[1] - 1, main[0] + 2)
+    ids = [sym._in_image(image, mapping, base + a, 42, False, -1, -1, -1) for a in addrs]
+    writer.flush()
+    state = StreamState.from_messages(read_stream(out.getvalue(), "current").messages)
+    names = [[f[0] for f in logical_frames(state, [lid])] for lid in ids]
+    assert names == [[f"<.text+{g[0]:x}>"], [f"<.text+{g[0]:x}>"], [f"<.text+{main[0]:x}>"]]
+    parents = [state.location(lid).parent_location_id for lid in ids]
+    assert parents[0] == parents[1] != parents[2]
+    symbols = [state.symbol(p) for p in parents]
+    assert [(x.rel_addr, x.size) for x in symbols] == [g, g, main]
+    # the names only say where the functions are: the end of the run still counts these
+    # frames as unresolved, and says to install the debug package (diagnostics.py)
+    assert all(sym.emit.unnamed.get(lid) == (-1, -1, False) for lid in ids)
+
+
 def kernel_mappings(path: Path) -> list[tuple[int, int, int]]:
     """(PROT_* bits, page-aligned vaddr, page-aligned file offset) of each PT_LOAD."""
     with open(path, "rb") as f:

@@ -196,3 +196,12 @@ def test_paths_of_other_lengths_with_equal_counts_sort():
     p.paths[("a", "b", True)] += 1
     paths = reports._process_data(1, p, 2)["paths"]
     assert [x["frames"] for x in paths] == [["a"], ["a", "b"]]
+
+
+@pytest.mark.parametrize("name", ["<.text+1149>", "<.init+1000>", "<.plt.sec+4f0>"])
+def test_a_name_that_only_says_where_the_code_is_is_unresolved(name):
+    """As the parser's end-of-run report counts it: a stripped program's function, an
+    address of a section without symbols."""
+    assert not reports.Frame(name, "p", "/bin/p", True, False).resolved
+    assert reports.Frame("puts@plt", "p", "/bin/p", True, False).resolved
+    assert reports.Frame("operator<<", "p", "/bin/p", True, False).resolved
