@@ -109,8 +109,9 @@ class Emitter:
         is_inline: bool,
         placeholder: bool = False,
     ) -> None:
-        """`placeholder`: `name` only says where the function is (a stripped program's
-        `<.text+…>`): its frames count as unresolved, as nameless ones do (diagnostics.py)."""
+        """`placeholder`: `name` only says where the code is (`<.init+1000>`, a stripped
+        program's `<.text+1149>`): its frames count as unresolved, as nameless ones do
+        (diagnostics.py)."""
         if name == -1 or placeholder:
             self._state[location_id] = HAS_SYMBOL
             self.unnamed[location_id] = (binary, path, is_kernel)

@@ -18,9 +18,9 @@ from .stream_state import StreamState
 
 UNKNOWN = "??"
 # a name that only says where the code is (SEMANTICS §10.8's `<.init+1000>`, a stripped
-# program's `<.text+1149>` function): the frame counts as unresolved, as the parser's own
-# end-of-run report counts it (symbolize.py)
-PLACEHOLDER = re.compile(r"^<\.[^>]*\+[0-9a-f]+>$")
+# program's `<.text+1149>` function; any section's name): the frame counts as unresolved, as
+# the parser's own end-of-run report counts it (symbolize.py)
+PLACEHOLDER = re.compile(r"^<[^<>]+\+[0-9a-f]+>$")
 
 
 @dataclass(frozen=True, slots=True)

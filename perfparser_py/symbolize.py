@@ -296,7 +296,7 @@ class Symbolizer:
                 lid = emit.location(ip, 0, -1, pid, 0, 0, -1, path)
                 if not emit.has_symbol(lid):
                     emit.symbol(lid, emit.string(fallback), binary, path, is_kernel, 0, 0,
-                                actual, False, fallback is not None and fallback[0] == "<")
+                                actual, False, not (fallback or "").endswith("@plt"))
                 return lid
         sym_name, start, size = sym
         name = sym_name

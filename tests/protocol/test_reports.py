@@ -198,7 +198,8 @@ def test_paths_of_other_lengths_with_equal_counts_sort():
     assert [x["frames"] for x in paths] == [["a"], ["a", "b"]]
 
 
-@pytest.mark.parametrize("name", ["<.text+1149>", "<.init+1000>", "<.plt.sec+4f0>"])
+@pytest.mark.parametrize("name", ["<.text+1149>", "<.init+1000>", "<.plt.sec+4f0>",
+                                  "<my_section+20>"])
 def test_a_name_that_only_says_where_the_code_is_is_unresolved(name):
     """As the parser's end-of-run report counts it: a stripped program's function, an
     address of a section without symbols."""
