@@ -45,9 +45,12 @@ def _record(tmp: Path, name: str, cflags: list[str], call_graph: list[str],
     return data
 
 
-def _perf_script(data: Path) -> dict[tuple[int, int], list[str | None]]:
+def _perf_script(data: Path, *options: str,
+                 only: Path | None = None) -> dict[tuple[int, int], list[str | None]]:
+    """Each sample's function names, leaf first; `only`: of the frames in that file alone."""
+    fields = "tid,time,ip,sym" + (",dso" if only is not None else "")
     out = subprocess.run(
-        ["perf", "script", "-i", str(data), "-F", "tid,time,ip,sym", "--ns", "--no-inline"],
+        ["perf", "script", "-i", str(data), "-F", fields, "--ns", "--no-inline", *options],
         check=True, capture_output=True, text=True, timeout=120,
     ).stdout
     samples: dict[tuple[int, int], list[str | None]] = {}
@@ -62,6 +65,10 @@ def _perf_script(data: Path) -> dict[tuple[int, int], list[str | None]]:
             key = (int(tid), int(secs) * 10**9 + int(ns))
             samples[key] = []
         elif key is not None:
+            if only is not None:
+                if not line.rstrip().endswith(f"({only})"):
+                    continue
+                line = line.rstrip().rsplit(" (", 1)[0]
             parts = line.split(None, 1)
             sym = parts[1].strip() if len(parts) > 1 else "[unknown]"
             sym = sym.split("+0x")[0]
@@ -152,3 +159,37 @@ def test_pipe_mode_dwarf_recording_matches_perf_script(tmp_path: Path) -> None:
     assert res.returncode == 0
     assert res.stderr.count(b"no DWARF unwinding for architecture 'ppc64le'") == 1
     assert len(decode(res.stdout)[0]) > 300
+
+
+def test_a_stripped_programs_frames_are_its_functions(tmp_path: Path) -> None:
+    """A program stripped to its dynamic symbols (none of the workload's functions is one):
+    each frame in it is named `<.text+START>` after the function its FDE covers. Mapped back
+    through the symbol table of the build before the strip, the stacks are perf's own for
+    the same samples, read with that build (`perf script --symfs`)."""
+    full = tmp_path / "full"
+    full.mkdir()
+    exe = build_c(full, "fp", WORKLOAD, "-O2", "-fno-omit-frame-pointer")
+    app = tmp_path / "app"
+    app.mkdir()
+    stripped = app / "fp"
+    subprocess.run(["objcopy", "--strip-all", str(exe), str(stripped)], check=True)
+    data = tmp_path / "stripped.data"
+    subprocess.run(["perf", "record", "-N", "-q", "-F", "1999", "-g", "-o", str(data), "--",
+                    str(stripped), "30000"], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE, timeout=120)
+    # perf reads the unstripped build where the recording says the program was
+    symfs = tmp_path / "symfs"
+    (symfs / app.relative_to("/")).mkdir(parents=True)
+    (symfs / stripped.relative_to("/")).write_bytes(exe.read_bytes())
+    perf = _perf_script(data, "--symfs", str(symfs), only=stripped)
+    nm = subprocess.run(["nm", "--defined-only", str(exe)], capture_output=True, text=True,
+                        check=True).stdout
+    by_start = {f"<.text+{int(a, 16):x}>": n for a, _, n in map(str.split, nm.splitlines())}
+    res = run_parser(["--input", str(data), "--app", str(app)], timeout=300)
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    ours, _ = decode(res.stdout)
+    matched = 0
+    for s in ours:
+        got = [by_start.get(f.sym, f.sym) for f in s.frames if f.dso == "fp"]
+        matched += got == perf.get((s.tid, s.time)) and bool(got)
+    assert matched >= 0.95 * len(ours) > 300, (matched, len(ours))
