@@ -49,6 +49,15 @@ _KERNEL_CAUSES = {"hidden": KERNEL_HIDDEN, "other kernel": KERNEL_OTHER,
                   "unreadable": KERNEL_UNREADABLE}
 
 
+def is_position_name(name: str) -> bool:
+    """Whether `name` only says where its code is: SEMANTICS §10.8's `<section+address>`, also
+    a stripped program's function by its start (`<.text+1149>`). Such a frame counts as
+    unresolved, in the parser's report and in stream2text's."""
+    section, plus, address = name[1:-1].rpartition("+")
+    return (name[:1] == "<" and name[-1:] == ">" and bool(section) and bool(plus)
+            and bool(address) and all(c in "0123456789abcdef" for c in address))
+
+
 def cause_of(library: str, kernel: bool, found: bool, kernel_because: str | None = None) -> Cause:
     """Why the frames of one library have no name. `kernel_because`: what the parser knows of
     its kernel symbols (kernel.symbols.KernelSymbols.unnamed_because)."""

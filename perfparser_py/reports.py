@@ -7,20 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from . import probes
-from .diagnostics import KERNEL_BINARY, cause_of
+from .diagnostics import KERNEL_BINARY, cause_of, is_position_name
 from .stream_state import StreamState
 
 UNKNOWN = "??"
-# a name that only says where the code is (SEMANTICS §10.8's `<.init+1000>`, a stripped
-# program's `<.text+1149>` function; any section's name): the frame counts as unresolved, as
-# the parser's own end-of-run report counts it (symbolize.py)
-PLACEHOLDER = re.compile(r"^<[^<>]+\+[0-9a-f]+>$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +30,7 @@ class Frame:
 
     @property
     def resolved(self) -> bool:
-        return self.name != UNKNOWN and not PLACEHOLDER.match(self.name)
+        return self.name != UNKNOWN and not is_position_name(self.name)
 
 
 @dataclass(frozen=True, slots=True)

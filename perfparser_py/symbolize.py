@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 
+from .diagnostics import is_position_name
 from .elf.dwarf import DwarfInfo
 from .elf.finder import normalize_path
 from .elf.image import ElfImage
@@ -296,7 +297,7 @@ class Symbolizer:
                 lid = emit.location(ip, 0, -1, pid, 0, 0, -1, path)
                 if not emit.has_symbol(lid):
                     emit.symbol(lid, emit.string(fallback), binary, path, is_kernel, 0, 0,
-                                actual, False, not (fallback or "").endswith("@plt"))
+                                actual, False, fallback is not None and is_position_name(fallback))
                 return lid
         sym_name, start, size = sym
         name = sym_name
