@@ -36,7 +36,11 @@ int main(int argc, char **argv)
 def _record(tmp: Path, name: str, cflags: list[str], call_graph: list[str],
             pipe: bool = False) -> Path:
     exe = build_c(tmp, name, WORKLOAD, "-O2", "-g", *cflags)
-    data = tmp / f"{name}.data"
+    return _perf_record(exe, tmp / f"{name}.data", call_graph, pipe)
+
+
+def _perf_record(exe: Path, data: Path, call_graph: list[str], pipe: bool = False) -> Path:
+    """`data`, a recording of the workload `exe` (pipe mode: `perf record -o -`)."""
     with data.open("wb") as out:  # pipe mode: `perf record -o -` writes the stream format
         subprocess.run(["perf", "record", "-N", "-q", "-F", "1999", *call_graph,
                         "-o", "-" if pipe else str(data), "--", str(exe), "30000"],
@@ -173,10 +177,7 @@ def test_a_stripped_programs_frames_are_its_functions(tmp_path: Path) -> None:
     app.mkdir()
     stripped = app / "fp"
     subprocess.run(["objcopy", "--strip-all", str(exe), str(stripped)], check=True)
-    data = tmp_path / "stripped.data"
-    subprocess.run(["perf", "record", "-N", "-q", "-F", "1999", "-g", "-o", str(data), "--",
-                    str(stripped), "30000"], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.PIPE, timeout=120)
+    data = _perf_record(stripped, tmp_path / "stripped.data", ["-g"])
     # perf reads the unstripped build where the recording says the program was
     symfs = tmp_path / "symfs"
     (symfs / app.relative_to("/")).mkdir(parents=True)
