@@ -4,12 +4,16 @@ and a kernel-written text searched in place (SortedKallsyms) the same answers as
 from __future__ import annotations
 
 import gzip
+import os
 import random
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from perfparser_py import cache
+from perfparser_py.kernel import kallsyms
 from perfparser_py.kernel.kallsyms import Kallsyms, KallsymsError, SortedKallsyms
 
 
@@ -140,19 +144,66 @@ def test_a_kernel_written_text_searched_in_place_answers_as_its_parse(seed: int,
     b"ffffffff8100000 T a\n",  # 15 digits
     b"(null) T a\n",
     b"0000000000000000 T a\n",  # no address: kptr_restrict
-    b"ffffffff81000010 T b\nffffffff81000000 T a\n" * 40,  # not in address order
-    b"ffffffff81000000 T a\t[m]\nffffffff81000010 T b\n",  # a line of the image after a module's
+    b"".join(b"%016x T s%d\n" % (0xFFFFFFFF81100000 - 16 * i, i) for i in range(80)),  # descending
     b"ffffffff81000000 TT a\n",
-    b"ffffffff81000000 T a\r\nffffffff81000010 T b\r\n",  # lines ending at CR too
 ])
 def test_a_text_not_as_the_kernel_writes_it_is_parsed(text: bytes) -> None:
     assert SortedKallsyms.of(text) is None
 
 
+@pytest.mark.parametrize("text", [
+    b"ffffffff81000000 T a\t[m]\nffffffff81000010 T b\n",  # a line of the image after a module's
+    b"ffffffff81000000 T a\r\nffffffff81000010 T b\r\n",  # lines ending at CR too
+    b"ffffffff81000000 T a\rffffffff81000010 T b\rffffffff81000020 T c\n",  # lines ending at CR
+])
+def test_lines_the_kernel_does_not_write_hand_the_lookups_to_the_parse(text: bytes) -> None:
+    """SortedKallsyms.of reads a few lines, not the whole text: a line with a CR, or a
+    module's among the image's, is seen when a lookup reads it, and the parse answers.
+    (Where its search for the modules' lines meets that module's line, the text is parsed
+    up front instead.)"""
+    text = b"".join(b"%016x T s%d\n" % (0xFFFFFFFF80000000 + 0x10 * i, i) for i in range(64)) + text
+    if SortedKallsyms.of(text) is None:  # its search for the modules' lines met that line
+        assert b"\t" in text
+    else:
+        check_in_place_like_parse(text, [0xFFFFFFFF81000000 + d for d in range(-1, 0x30, 4)])
+
+
+def test_a_mapped_kernel_copy_stays_out_of_memory() -> None:
+    """Searched in place, a kallsyms file of 10 MB puts only the pages its lookups read into
+    the run's resident set: finding where its modules' lines start reads no more. The file
+    is in tmpfs, whose pages are mapped a fault-around window (64 KiB) at a time; a disk
+    file system's large folios may map far more per fault."""
+    data = kernel_text(random.Random(3), 400_000, 40)
+    folder = tempfile.mkdtemp(dir="/dev/shm")
+    path = os.path.join(folder, "kallsyms")
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+        found = kallsyms._in_place(path)
+        assert found is not None
+        table = found[0]
+        for addr in (0xFFFFFFFF81000000, 0xFFFFFFFF81234567, 0xFFFFFFFFC0000000):
+            table.lookup(addr)
+            table.in_image(addr)
+        resident = None
+        in_mapping = False
+        with open("/proc/self/smaps") as smaps:
+            for line in smaps:
+                if line.rstrip().endswith(path):
+                    in_mapping = True
+                elif in_mapping and line.startswith("Rss:"):
+                    resident = int(line.split()[1])
+                    break
+    finally:
+        shutil.rmtree(folder)
+    assert resident is not None
+    assert resident * 1024 < len(data) // 4, (resident, len(data))
+
+
 def _with_line_at(line: bytes) -> tuple[bytes, list[bytes], int]:
     """A kernel text with `line` inserted between two of the lines SortedKallsyms.of samples."""
     lines = kernel_text(random.Random(5), 3000, 2).splitlines(keepends=True)
-    at = 1530
+    at = 1700
     return b"".join(lines[:at] + [line] + lines[at:]), lines, at
 
 
@@ -160,7 +211,7 @@ def _with_line_at(line: bytes) -> tuple[bytes, list[bytes], int]:
                                   b" ffffffff81234567 T blank_first\n", b"\n",
                                   b"ffffffff81234567 T\n"])
 def test_a_line_the_sampling_missed_hands_the_lookups_to_the_parse(line: bytes) -> None:
-    """33 evenly spread lines are checked up front; a lookup that meets a line not in the
+    """9 evenly spread lines are checked up front; a lookup that meets a line not in the
     kernel's form elsewhere answers from the whole text's parse from then on."""
     data, lines, at = _with_line_at(line)
     in_place = SortedKallsyms.of(data)

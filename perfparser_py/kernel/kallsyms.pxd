@@ -40,8 +40,10 @@ cdef Py_ssize_t _line_end(object data, Py_ssize_t pos, Py_ssize_t end) except -1
 cdef (unsigned long long, int) _kernel_line(object data, Py_ssize_t pos, Py_ssize_t end)
 
 @cython.locals(left=Py_ssize_t, right=Py_ssize_t, mid=Py_ssize_t, at=Py_ssize_t,
-               value="unsigned long long", kind=int)
+               value="unsigned long long", kind=int, end=Py_ssize_t)
 cpdef tuple _last_entry(object data, Py_ssize_t lo, Py_ssize_t hi, unsigned long long addr)
 
 @cython.locals(at=Py_ssize_t, value="unsigned long long", kind=int)
 cpdef object _next_entry(object data, Py_ssize_t end, Py_ssize_t hi)
+
+cdef bint _plain(object data, Py_ssize_t start, Py_ssize_t end) except -1

@@ -424,7 +424,10 @@ def _last_entry(data, lo: int, hi: int, addr: int) -> tuple[int, int, int]:
         if kind < 0:
             return -2, 0, 0
         if kind and value <= addr:
-            return left, _line_end(data, left, hi), value
+            end = _line_end(data, left, hi)
+            if not _plain(data, left, end):
+                return -2, 0, 0
+            return left, end, value
         if left == lo:
             return -1, 0, 0
         left = data.rfind(b"\n", lo, left - 1) + 1 or lo
@@ -436,10 +439,35 @@ def _next_entry(data, end: int, hi: int) -> int:
     at = end + 1
     while at < hi:
         value, kind = _kernel_line(data, at, hi)
+        end = _line_end(data, at, hi)
         if kind:
-            return value if kind > 0 else -1
-        at = _line_end(data, at, hi) + 1
+            return value if kind > 0 and _plain(data, at, end) else -1
+        at = end + 1
     return 0
+
+
+def _plain(data, start: int, end: int) -> bool:
+    """Whether data[start:end], a line of the image's part read only by its head, is as the
+    kernel writes those: no TAB (a module's line, which the kernel lists after its image's)
+    and no CR (a line end the kernel does not write, which Kallsyms.parse honours)."""
+    return data.find(b"\t", start, end) < 0 and data.find(b"\r", start, end) < 0
+
+
+def _tail_start(data) -> int:
+    """Where the lines with a TAB start in a text the kernel wrote, which lists its modules'
+    after its image's; len(data) for none. A binary search for the least position whose
+    next line has a TAB, so that a file of 10-20 MB is not read whole (nor made resident)."""
+    n = len(data)
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        at = _line_from(data, mid, n)
+        if at < n and data.find(b"\t", at, _line_end(data, at, n)) >= 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    return _line_from(data, lo, n)
 
 
 class SortedKallsyms:
@@ -453,8 +481,10 @@ class SortedKallsyms:
 
     It answers as Kallsyms.parse's table of the same text, trusting the kernel's order (a
     line out of it, in a text made some other way, may go unseen). Should a lookup meet a
-    line the kernel does not write, the text is parsed whole then and that table answers;
-    if it cannot be parsed, nothing is named from it."""
+    line the kernel does not write (one with a CR, or a module's among the image's), the
+    text is parsed whole then and that table answers; if it cannot be parsed, nothing is
+    named from it. Nothing here reads the whole text: a mapped file's pages stay out of
+    the run's memory but for the few each lookup reads."""
 
     def __init__(self, data, core_end: int, tail: Kallsyms | None) -> None:
         self._data = data  # bytes or an mmap
@@ -467,13 +497,10 @@ class SortedKallsyms:
     @staticmethod
     def of(data) -> SortedKallsyms | None:
         """The table of kallsyms text `data` (bytes or an mmap) if it looks as the kernel
-        writes it: lines ending at LF, those without a TAB first, in the kernel's form and
-        address order where sampled (33 lines evenly spread), one an entry; then only lines
-        with a TAB. Else None: parse it."""
-        if data.find(b"\r") >= 0:
-            return None  # lines ending at CR too: not the kernel's
-        tab = data.find(b"\t")
-        core_end = len(data) if tab < 0 else data.rfind(b"\n", 0, tab) + 1
+        writes it: lines without a TAB first, in the kernel's form and address order where
+        sampled (9 lines evenly spread: each read maps a few pages), one an entry; then only lines with a TAB. Else
+        None: parse it."""
+        core_end = _tail_start(data)
         tail = None
         if core_end < len(data):
             try:
@@ -483,8 +510,8 @@ class SortedKallsyms:
             if any(b"\t" not in tail._lines[i] for i in range(len(tail))):
                 return None
         last = 0
-        for k in range(33):
-            value, kind = _kernel_line(data, _line_from(data, core_end * k // 32, core_end),
+        for k in range(9):
+            value, kind = _kernel_line(data, _line_from(data, core_end * k // 8, core_end),
                                        core_end)
             if kind < 0 or value and value < last:
                 return None
