@@ -192,9 +192,9 @@ class Reading:
 
 # Split runs: call chains numbered before both processes start afresh (the numbers' tables
 # there and Sink's here), and frames in them (deep stacks: 65 k chains of 50 frames would
-# be ~130 MB in each process).
+# be ~130 MB in each process; 32 k frames are ~1.5 MB in each).
 CHAIN_IDS = 1 << 16
-CHAIN_FRAMES = 1 << 16
+CHAIN_FRAMES = 1 << 15
 
 
 def features_arch(f, arch_name: str, finder) -> str:
