@@ -409,7 +409,8 @@ class Cfi:
 
     def function_at(self, vaddr: int) -> tuple[int, int] | None:
         """[start, end) of the code the FDE covering `vaddr` describes (a compiler emits one
-        for each function, and one for each of its cold parts), None where none does."""
+        for each function, and one for each of its cold parts), else the function 32-bit
+        Arm's index says covers it (ArmExidx.function_at); None where neither does."""
         for which, frames in ((0, self._eh), (1, self._debug)):
             if frames is None:
                 continue
@@ -422,7 +423,7 @@ class Cfi:
                 continue
             if begin <= vaddr < stop:
                 return begin, stop
-        return None
+        return None if self._exidx is None else self._exidx.function_at(vaddr)
 
     def _fde_offset(self, which: int, frames: _Frames, pc: int) -> int | None:
         """Offset in `frames` of the FDE that may cover `pc` (by .eh_frame_hdr's table for

@@ -59,6 +59,18 @@ class ArmExidx:
         return ArmExidx([p[0] for p in pairs], [(p[1], p[2]) for p in pairs],
                         image.span()[1], word)
 
+    def function_at(self, vaddr: int) -> tuple[int, int] | None:
+        """[start, end) of the function whose index entry covers `vaddr`: from its start up to
+        the next entry's. None for no entry, or one that says it cannot unwind: linkers put
+        those after code without unwinding tables, any number of functions of it. (Linkers
+        also fold an entry into the one before it when both say the same: such functions
+        share their first one's range.)"""
+        i = bisect_right(self._starts, vaddr) - 1
+        if i < 0 or self._entries[i][1] == _CANTUNWIND:
+            return None
+        end = self._starts[i + 1] if i + 1 < len(self._starts) else self._end
+        return (self._starts[i], end) if vaddr < end else None
+
     def row(self, vaddr: int) -> Row | None:
         """The row of the function containing `vaddr`, None if the index has no entry for it
         or one this cannot read."""

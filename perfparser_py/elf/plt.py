@@ -80,14 +80,17 @@ class FallbackNames:
     def unnamed_function(self, vaddr: int) -> tuple[str, int, int] | None:
         """(name, start, size) of the function around `vaddr` where no ELF symbol covers it
         and fallback_name() gives no name (the .text of a stripped program, which keeps only
-        its dynamic symbols): the code the unwind table's FDE covering it describes, named
-        `<section+start>` after its start's ELF address, as fallback_name() names an address.
-        Its frames then group by function, not all under one nameless symbol of the binary.
-        None where no FDE covers `vaddr`."""
+        its dynamic symbols): the code the unwind table's FDE covering it describes (32-bit
+        Arm's: its index entry), named `<section+start>` after its start's ELF address, as
+        fallback_name() names an address. Its frames then group by function, not all under
+        one nameless symbol of the binary. None where no entry covers `vaddr`."""
         if self._fde_functions is None:
-            from .cfi import Cfi  # an import here: only such programs need it
+            # imports here: only such programs need them
+            from .cfi import Cfi
+            from .exidx import ArmExidx
 
-            self._fde_functions = Cfi.for_image(self) or False
+            exidx = ArmExidx.for_image(self) if self.e_machine == EM_ARM else None
+            self._fde_functions = Cfi.for_image(self, exidx=exidx) or False
         if self._fde_functions is False:
             return None
         found = self._fde_functions.function_at(vaddr)
@@ -97,7 +100,32 @@ class FallbackNames:
         sec = self._section_containing(start)
         if sec is None:
             return None
+        # within its section (Arm's last index entry runs on to the image's end) and between
+        # the functions symbols name (an index entry GNU ld folded into an exported
+        # function's takes in the functions after it)
+        start, end = self._between_symbols(vaddr, start, min(end, sec.addr + sec.size))
+        if not start <= vaddr < end:
+            return None
         return f"<{sec.name}+{start:x}>", start, end - start
+
+    def _between_symbols(self, vaddr: int, start: int, end: int) -> tuple[int, int]:
+        """[start, end) narrowed to what no sized symbol covers around `vaddr` (which none
+        covers): from the end of the last one below it, up to the start of the next."""
+        values, sizes, _, _ = self._syms or self.load_symbols()
+        i = bisect_right(values, vaddr)
+        j = i
+        while j < len(values) and values[j] < end:
+            if sizes[j]:
+                end = values[j]
+                break
+            j += 1
+        j = i - 1
+        while j >= 0 and values[j] + sizes[j] > start:
+            if sizes[j]:
+                start = values[j] + sizes[j]
+                break
+            j -= 1
+        return start, end
 
     def plt_layouts(self) -> list[tuple[int, int, int, tuple, int, tuple]]:
         """What unwinding needs of the PLT sections, for where no CFI describes them (lld

@@ -11,6 +11,7 @@ from array import array
 from pathlib import Path
 
 import pytest
+from elftools.elf.elffile import ELFFile
 
 from perfparser_py.elf.cfi import CFA_EXPR, CFA_REG, EXPR, OFFSET, Cfi
 from perfparser_py.elf.exidx import ArmExidx, _row
@@ -100,6 +101,78 @@ def test_a_32_bit_process_on_an_arm64_kernel_unwinds_as_on_arm(tmp_path: Path) -
         walks.append(list(array("Q", packed)))
     assert len(walks[0]) >= 10
     assert walks[1] == walks[0]
+
+
+STATIC_FUNCTIONS = r"""
+extern int ext(int);
+static __attribute__((noinline)) int leaf(int x) { return x * 3 + 1; }
+static __attribute__((noinline)) int calls(int x) { return ext(x) + ext(x + 1) * 2; }
+static __attribute__((noinline)) int frame(int x) {
+    volatile int a[64]; for (int i = 0; i < 64; i++) a[i] = ext(i); return a[x & 63]; }
+int top(int x) { return leaf(x) + calls(x) + frame(x); }
+"""
+
+
+@pytest.mark.parametrize("variant", ["arm-O2", "thumb-O2"])
+def test_a_stripped_arm_librarys_functions_are_its_index_entries(tmp_path: Path,
+                                                                variant: str) -> None:
+    """A stripped armhf library keeps only its exported symbols; each of its other
+    functions is still the code from its index entry's start up to the next entry, named
+    after that start: the function its symbol was before the strip, with its padding."""
+    (tmp_path / "s.c").write_text(STATIC_FUNCTIONS)
+    subprocess.run([*arm_programs.COMPILERS["clang"], *arm_programs.VARIANTS[variant], "-fPIC",
+                    "-c", "s.c"], cwd=tmp_path, check=True)
+    lib, stripped = tmp_path / "libs.so", tmp_path / "stripped.so"
+    subprocess.run(["ld.lld", "-shared", "-o", str(lib), str(tmp_path / "s.o")], check=True)
+    subprocess.run(["llvm-objcopy", "--strip-all", str(lib), str(stripped)], check=True)
+    image = ElfImage.open(str(stripped))
+    with open(lib, "rb") as f:  # Thumb functions' values have bit 0 set
+        functions = {sym.name: (sym["st_value"] & ~1, sym["st_size"])
+                     for sym in ELFFile(f).get_section_by_name(".symtab").iter_symbols()
+                     if sym["st_info"]["type"] == "STT_FUNC"}
+    for name in ("leaf", "calls", "frame"):
+        start, size = functions[name]
+        assert size > 0, name
+        for vaddr in (start, start + size // 2, start + size - 1):
+            assert image.symbol_at(vaddr) is None
+            found = image.unnamed_function(vaddr)
+            assert found is not None, (name, hex(vaddr))
+            assert found[:2] == (f"<.text+{start:x}>", start)
+            assert start + size <= start + found[2] < start + size + 16  # then padding
+    assert image.symbol_at(functions["top"][0]) is not None  # exported: .dynsym names it
+
+
+def test_functions_gnu_ld_folded_into_an_exported_ones_entry_start_after_it(tmp_path: Path
+                                                                          ) -> None:
+    """GNU ld folds neighbouring index entries that say the same into one: here an exported
+    function's and the two static ones after it. Those two are named from where the exported
+    one's symbol ends, not after its start, and no range reaches into it."""
+    (tmp_path / "m.c").write_text(r"""
+extern int ext(int);
+static __attribute__((noinline)) int a(int x) { return ext(x) + ext(x + 1) * 2; }
+static __attribute__((noinline)) int b(int x) { return ext(x) * 3 + ext(x + 2); }
+int top(int x) { return a(x) + b(x); }
+""")
+    subprocess.run([*arm_programs.COMPILERS["clang"], "-O2", "-marm", "-fPIC", "-c", "m.c"],
+                   cwd=tmp_path, check=True)
+    lib, stripped = tmp_path / "libm.so", tmp_path / "stripped.so"
+    subprocess.run(["arm-linux-gnueabihf-ld", "-shared", "-o", str(lib), str(tmp_path / "m.o")],
+                   check=True)
+    subprocess.run(["llvm-objcopy", "--strip-all", str(lib), str(stripped)], check=True)
+    with open(lib, "rb") as f:
+        functions = {sym.name: (sym["st_value"], sym["st_size"])
+                     for sym in ELFFile(f).get_section_by_name(".symtab").iter_symbols()
+                     if sym["st_info"]["type"] == "STT_FUNC"}
+    image = ElfImage.open(str(stripped))
+    index = ArmExidx.for_image(image)
+    top, a, b = functions["top"], functions["a"], functions["b"]
+    assert index.function_at(a[0]) == index.function_at(top[0])  # folded: one entry
+    after_top = top[0] + top[1]
+    for vaddr in (a[0], b[0] + b[1] - 1):
+        name, start, size = image.unnamed_function(vaddr)
+        assert (name, start) == (f"<.text+{after_top:x}>", after_top)
+        assert start + size >= b[0] + b[1]
+    assert image.symbol_at(top[0] + 4)[0] == "top"
 
 
 # ---------------------------------------------------------------- opcode by opcode
