@@ -498,8 +498,8 @@ class SortedKallsyms:
     def of(data) -> SortedKallsyms | None:
         """The table of kallsyms text `data` (bytes or an mmap) if it looks as the kernel
         writes it: lines without a TAB first, in the kernel's form and address order where
-        sampled (9 lines evenly spread: each read maps a few pages), one an entry; then only lines with a TAB. Else
-        None: parse it."""
+        sampled (9 lines evenly spread: each read maps a few pages), one an entry; then
+        only lines with a TAB. Else None: parse it."""
         core_end = _tail_start(data)
         tail = None
         if core_end < len(data):
