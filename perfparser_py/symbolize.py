@@ -22,10 +22,9 @@ from .unwind.framepointer import callchain_frames
 # counting one more: a real program's distinct stacks grow with its samples (a 100k-sample
 # perf record -a: 55 k stacks of 331 k frames, ~27 MB), so beyond this every memo starts
 # afresh (DESIGN decision 3: memory grows with unique addresses, not samples). At ~80 bytes
-# a frame this holds ~5 MB; four times as many cost rust-fp-100k 5 MB of its RSS and gained
-# no speed measurably (addresses stay resolved in _shared: a chain seen again costs a
-# mapping lookup a frame).
-MEMO_FRAMES = 1 << 16
+# a frame this holds ~10 MB. A Rust program's 100k-sample -g recording has 95 k: half this
+# bound made it start afresh twice, 3-13 % more time (its addresses are resolved again).
+MEMO_FRAMES = 1 << 17
 # Unmapped addresses a process's slot checks new mappings against (ProcessSymbols), beyond
 # which any change empties it
 MAX_UNMAPPED = 256
