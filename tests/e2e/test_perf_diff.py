@@ -603,6 +603,9 @@ def test_stacks_match_perf_script(name: str, tmp_path: Path) -> None:
     if name in SIGNAL_STACKS:
         assert rep.perf_signal_pc > 0, report  # the handler's stacks were sampled
     if name in PLT_STACKS:
-        assert rep.perf_plt_label > 0, report  # samples in PLT entries
+        # samples in PLT entries, counted by our names: perf's for them vary from run to run
+        # (29-59 of ~1000 samples named apart locally; none in one CI run, all 996 identical)
+        in_plt = sum(any(f.plt for f in s.frames) for s in perfdiff.our_stacks(res.stdout))
+        assert in_plt > 0, report
     if name in WHOLE_STACKS:
         assert rep.guessed == 0, report
