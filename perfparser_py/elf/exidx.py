@@ -68,8 +68,12 @@ class ArmExidx:
         i = bisect_right(self._starts, vaddr) - 1
         if i < 0 or self._entries[i][1] == _CANTUNWIND:
             return None
-        end = self._starts[i + 1] if i + 1 < len(self._starts) else self._end
+        end = self._end_of(i)
         return (self._starts[i], end) if vaddr < end else None
+
+    def _end_of(self, i: int) -> int:
+        """Where function i's range ends: the next entry's start, the last one's at `_end`."""
+        return self._starts[i + 1] if i + 1 < len(self._starts) else self._end
 
     def row(self, vaddr: int) -> Row | None:
         """The row of the function containing `vaddr`, None if the index has no entry for it
@@ -84,7 +88,8 @@ class ArmExidx:
             return self._rows[i]
         except KeyError:
             pass
-        hi = self._starts[i + 1] if i + 1 < len(self._starts) else max(self._end, start + 2)
+        # bisect_right took the last of equal starts: only the image's end can be at `start`
+        hi = max(self._end_of(i), start + 2)
         entry, second = self._entries[i]
         # EXIDX_CANTUNWIND: no information (linkers put it after code without unwind tables,
         # assembly functions' too), as where no FDE covers an address in DWARF CFI
