@@ -1,7 +1,9 @@
 # C types of dwarf.py when compiled (setup.py); the .py stays the source of truth. The walk's
 # registers, addresses and stack words are unsigned 64-bit C integers: a word's arithmetic
 # wraps as `& mask` does for 64-bit words, and the narrower masks are applied explicitly. The
-# dict path (_dict_step) keeps Python ints.
+# dict path (_dict_step) keeps Python ints. A C function returning a bint or an unsigned
+# integer names its exception value: without one, Cython calls PyErr_Occurred() after every
+# call of it, dozens a frame.
 
 cimport cython
 
@@ -35,21 +37,21 @@ cdef class _Walker(Memory):
                    regs="unsigned long long[:]", valid="unsigned char[:]")
     cpdef tuple walk(self, object sample_regs, object regs_mask, object stack, ModuleAt module_at,
                      History history, Py_ssize_t max_frames, object kernel_range, Steps steps)
-    cdef bint _has(self, object reg)
+    cdef bint _has(self, object reg) except -1
     @cython.locals(n=Py_ssize_t)
     cdef _push(self, unsigned long long addr)
     cdef bytes _frames(self)
     @cython.locals(start="unsigned long long", d="unsigned long long", i=int, off="long long",
                    v="unsigned long long", r=int, ra="unsigned long long", first="long long",
                    history=History)
-    cdef bint _block_step(self, Step st, unsigned long long cfa)
+    cdef bint _block_step(self, Step st, unsigned long long cfa) except -1
     @cython.locals(i=int, r=int, addr="unsigned long long", off="long long",
                    ra="unsigned long long", mask="unsigned long long", lo="unsigned long long")
-    cdef bint _offsets_step(self, Step st, unsigned long long cfa)
+    cdef bint _offsets_step(self, Step st, unsigned long long cfa) except -1
     @cython.locals(size="unsigned long long", addr="unsigned long long", module_at=ModuleAt)
-    cdef unsigned long long _unsigned(self, unsigned long long ra)
+    cdef unsigned long long _unsigned(self, unsigned long long ra) except? 0xFFFFFFFFFFFFFFFF
     @cython.locals(n=Py_ssize_t, i=Py_ssize_t)
-    cdef bint _seen(self, unsigned long long pc, bint has, unsigned long long cfa)
+    cdef bint _seen(self, unsigned long long pc, bint has, unsigned long long cfa) except -1
     @cython.locals(r=int)
     cdef _clear(self)
     @cython.locals(r=int)
@@ -58,3 +60,10 @@ cdef class _Walker(Memory):
     cdef _from_dict(self, dict new)
     @cython.locals(mask=object, lo=object, new=dict)
     cpdef object _dict_step(self, dict regs, Step st)
+
+
+# the walker typed: its walk is then a C call, not a method looked up and its arguments parsed
+@cython.locals(walker=_Walker)
+cpdef tuple unwind(object arch, object abi, object regs, object regs_mask, object stack,
+                   ModuleAt module_at, History history, Py_ssize_t max_frames,
+                   object kernel_range=*, Steps steps=*)

@@ -1,4 +1,5 @@
 # C types of history.py when compiled (setup.py); the .py stays the source of truth.
+# Exception values as unwind/dwarf.pxd says.
 
 cimport cython
 
@@ -16,11 +17,11 @@ cdef class History:
     cdef _alloc(self, int bits)
     # slots are unsigned: their indexes need no wrap-around test, only the bounds check
     @cython.locals(i=size_t, last=size_t)
-    cdef size_t _slot(self, unsigned long long addr)
+    cdef size_t _slot(self, unsigned long long addr) except? <size_t>-1
     @cython.locals(i=size_t)
     cpdef put(self, unsigned long long addr, unsigned long long value)
     @cython.locals(j=Py_ssize_t, keys="unsigned long long[::1]", values="unsigned long long[::1]",
                    used="unsigned char[::1]")
     cdef _grow(self)
     @cython.locals(i=size_t)
-    cpdef bint find(self, unsigned long long addr)
+    cpdef bint find(self, unsigned long long addr) except -1

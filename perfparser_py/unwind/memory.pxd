@@ -1,5 +1,5 @@
 # C types of memory.py when compiled (setup.py); the .py stays the source of truth. Addresses
-# and words are unsigned 64-bit C integers.
+# and words are unsigned 64-bit C integers; exception values as unwind/dwarf.pxd says.
 
 cimport cython
 
@@ -25,8 +25,8 @@ cdef class Memory:
                History history, object kernel_range)
     # an unsigned position: its index needs no wrap-around test, only the bounds check
     @cython.locals(v="unsigned long long", b="unsigned long long", k=size_t)
-    cdef unsigned long long _load(self, size_t pos)
+    cdef unsigned long long _load(self, size_t pos) except? 0xFFFFFFFFFFFFFFFF
     @cython.locals(v="unsigned long long", lo="unsigned long long", mod=tuple)
-    cdef bint _read(self, unsigned long long addr)
+    cdef bint _read(self, unsigned long long addr) except -1
     cdef _no_module_around(self, unsigned long long addr)
     cpdef object read_word(self, object addr)
