@@ -67,6 +67,6 @@ cpdef tuple _run(_Frames frames, _Cie c, Py_ssize_t pos, Py_ssize_t end, object 
 cdef dict _SHARED
 cdef Py_ssize_t _MAX_SHARED
 
-cpdef tuple shared(tuple rule)
+cpdef object shared(object rule)
 
 cpdef _restore(dict regs, dict initial, object reg)

@@ -31,9 +31,10 @@ _FIXED_ENCODINGS = {0x02: 2, 0x03: 4, 0x04: 8,  # udata2/4/8
                     0x0A: 2, 0x0B: 4, 0x0C: 8}  # sdata2/4/8
 
 # Rows repeat their rules: cc1plus's 16 k rows found hold ~80 k, and the steps compiled from
-# them (unwind.rules) ~100 k, of a few hundred distinct ones. Both hold one tuple for each
-# distinct rule (`shared`), up to _MAX_SHARED of them: hostile CFI may make every one distinct.
-_SHARED: dict[tuple, tuple] = {}
+# them (unwind.rules) ~100 k, of a few hundred distinct ones. Both hold one tuple (the steps
+# also bytes) for each distinct rule (`shared`), up to _MAX_SHARED of them: hostile CFI may
+# make every one distinct.
+_SHARED: dict[tuple | bytes, tuple | bytes] = {}
 _MAX_SHARED = 1 << 14
 
 # Bounds against hostile input.
@@ -657,9 +658,9 @@ def _run(frames: _Frames, c: _Cie, pos: int, end: int, loc: int, cfa: tuple,
     return (kind, creg, coff), regs, loc, new, pos, advances
 
 
-def shared(rule: tuple) -> tuple:
-    """The one tuple equal to `rule` that rows and steps hold (`rule` itself the first time,
-    and once _MAX_SHARED are)."""
+def shared(rule: tuple | bytes) -> tuple | bytes:
+    """The one tuple (or bytes) equal to `rule` that rows and steps hold (`rule` itself the
+    first time, and once _MAX_SHARED are)."""
     found = _SHARED.get(rule)
     if found is not None:
         return found

@@ -42,8 +42,7 @@ cdef class _Walker(Memory):
     cdef _push(self, unsigned long long addr)
     cdef bytes _frames(self)
     @cython.locals(start="unsigned long long", d="unsigned long long", i=int, off="long long",
-                   v="unsigned long long", r=int, ra="unsigned long long", first="long long",
-                   history=History)
+                   v="unsigned long long", r=int, ra="unsigned long long", history=History)
     cdef bint _block_step(self, Step st, unsigned long long cfa) except -1
     @cython.locals(i=int, r=int, addr="unsigned long long", off="long long",
                    ra="unsigned long long", mask="unsigned long long", lo="unsigned long long")

@@ -240,10 +240,8 @@ class _Walker(Memory):
         history = self.history
         self.regs[self.sp] = cfa
         self.valid[self.sp] = 1
-        first = st.first
         for i in range(st.nsaved):
-            off = st.args[i]
-            off -= first  # a C subtraction when compiled
+            off = st.rels[2 * i] | st.rels[2 * i + 1] << 8
             v = self._load(d + off)
             history.put(start + off, v)
             r = st.saved[i]
@@ -263,7 +261,7 @@ class _Walker(Memory):
         mask, lo = self.mask, self.lo
         for i in range(st.nsaved):  # the attributes, not local copies: see _block_step
             r = st.saved[i]
-            off = st.args[i]
+            off = st.first + (st.rels[2 * i] | st.rels[2 * i + 1] << 8)
             addr = (cfa + off) & mask  # C arithmetic when compiled: the sum wraps as masked
             if addr < lo and i != st.ra_i:
                 # below the sample's SP: a slot the leaf's epilogue has popped the register

@@ -14,7 +14,7 @@ cdef class Step:
     cdef public bint signal, end, ra_in_register, ra_signed, block
     cdef public int c_reg, nsaved, ra_i
     cdef public long long c_off, first, span
-    cdef tuple saved, args
+    cdef bytes saved, rels
 
 
 cpdef object step_at(ModuleAt module_at, object adj, object word)

@@ -16,7 +16,8 @@ from ..elf.exidx import ArmExidx
 from .registers import table_for_machine
 
 # DWARF registers the walk holds in C arrays: every architecture's sample registers and
-# aarch64's zero ones are below it. A rule for a higher one takes the dict path.
+# aarch64's zero ones are below it. A rule for a higher one takes the dict path. At most 256:
+# a Step holds each of its registers in a byte.
 NREG = 128
 # Offsets a Step holds as C integers; a larger one (hostile CFI) takes the dict path, whose
 # Python ints have no bound.
@@ -55,9 +56,10 @@ class Step:
     register. For the C path: `c_reg`/`c_off`, the CFA register and offset, when both fit
     (`c_reg` -1 otherwise); `block` when every rule saves a register below NREG at its own
     offset from the CFA, at least a word apart and within 64 KiB, the return address among
-    them: then `saved` and `args` hold the registers and offsets by ascending offset
-    (`nsaved` of them, the return address at `ra_i`), and `first`/`span` the bytes from the
-    lowest one to the end of the highest. `end`: the row marks the outermost frame (return
+    them: then `saved` holds the registers by ascending offset, a byte each (`nsaved` of them,
+    the return address at `ra_i`), `rels` their offsets from the lowest one, `first`, two
+    bytes each, little-endian, and `span` the bytes from the lowest one to the end of the
+    highest. `end`: the row marks the outermost frame (return
     address undefined, no rule before it reads memory) once the CFA is computable.
     `ra_in_register`: the return address comes from a register (DW_CFA_register), not from
     the stack: the one x86 frame whose CFA may equal its SP, as no call pushed a return
@@ -66,7 +68,8 @@ class Step:
     no register rule)."""
 
     __slots__ = ("cfa_reg", "cfa_arg", "rules", "ra", "signal", "end", "ra_in_register",
-                 "ra_signed", "block", "c_reg", "c_off", "nsaved", "ra_i", "first", "span", "saved", "args")
+                 "ra_signed", "block", "c_reg", "c_off", "nsaved", "ra_i", "first", "span",
+                 "saved", "rels")
 
 
 def compile_step(row, word: int) -> Step:
@@ -106,14 +109,17 @@ def compile_step(row, word: int) -> Step:
         block = block and saves[-1][0] - saves[0][0] < 1 << 16  # span: a C integer
     st.block = block
     if block:
-        # tuples: a program has up to ~10^5 rows, and a typed memoryview costs ~0.4 KB each
-        st.saved = shared(tuple([reg for _arg, reg in saves]))
-        st.args = shared(tuple([arg for arg, _reg in saves]))
+        # bytes, shared: a program has up to ~10^5 rows (a typed memoryview costs ~0.4 KB),
+        # and the compiled walk reads a byte of one as a C integer, where a tuple's item is an
+        # int object elsewhere in memory, a cache miss a frame
+        first = saves[0][0]
+        st.saved = shared(bytes([reg for _arg, reg in saves]))  # each below NREG
+        st.rels = shared(b"".join([(arg - first).to_bytes(2, "little") for arg, _reg in saves]))
         st.nsaved = len(saves)
         st.ra_i = st.saved.index(ra)
-        st.first = saves[0][0]
-        st.span = saves[-1][0] + word - saves[0][0]
+        st.first = first
+        st.span = saves[-1][0] + word - first
     else:
-        st.saved = st.args = ()
+        st.saved = st.rels = b""
         st.nsaved = st.ra_i = st.first = st.span = 0
     return st
