@@ -18,7 +18,7 @@ cdef int NREG, _SEEN_C, _OUT_C
 
 
 cdef class _Walker(Memory):
-    cdef int ip, sp
+    cdef int ip, sp, gen
     cdef Py_ssize_t nseen
     cdef bint thumb, cfa_above_sp
     cdef object zero, extra, more
@@ -29,7 +29,7 @@ cdef class _Walker(Memory):
     cdef object out_array
 
     @cython.locals(nregs=Py_ssize_t, keys=tuple, index=tuple, sp_index=Py_ssize_t,
-                   ip_index=Py_ssize_t, mask="unsigned long long", r=int, j=Py_ssize_t,
+                   ip_index=Py_ssize_t, mask="unsigned long long", r=int, j=Py_ssize_t, gen=int,
                    v="unsigned long long", limit=Py_ssize_t, ip=int, n=Py_ssize_t,
                    sp_reg=int, exact=bint, pc="unsigned long long", adj="unsigned long long",
                    has_sp=bint, sp="unsigned long long", moved=bint, tried=bint, signal=bint,

@@ -93,12 +93,13 @@ _MISS = object()  # Steps.get's answer for an address not compiled yet (None is 
 class _Walker(Memory):
     """One walk's state, reused walk after walk of one architecture (the walk is never
     re-entered): its memory (the base class), the registers (`regs`, `valid`: C arrays of
-    the DWARF registers below NREG; `extra`: a dict of higher ones the dict path made, else
-    None), the loop-guard keys and the frames' addresses (`out`, the first `nframes` of its
-    array `out_array`: packed at the end without an int object each)."""
+    the DWARF registers below NREG, a register having a value where `valid` holds `gen`;
+    `extra`: a dict of higher ones the dict path made, else None), the loop-guard keys and
+    the frames' addresses (`out`, the first `nframes` of its array `out_array`: packed at
+    the end without an int object each)."""
 
-    __slots__ = ("a", "ip", "sp", "thumb", "cfa_above_sp", "zero", "regs", "valid", "extra",
-                 "tv", "tok", "nseen", "seen_pc", "seen_cfa", "seen_has", "more", "out",
+    __slots__ = ("a", "ip", "sp", "thumb", "cfa_above_sp", "zero", "regs", "valid", "gen",
+                 "extra", "tv", "tok", "nseen", "seen_pc", "seen_cfa", "seen_has", "more", "out",
                  "out_array")
 
     def __init__(self, a: Arch) -> None:
@@ -108,6 +109,7 @@ class _Walker(Memory):
         self.thumb, self.cfa_above_sp, self.zero = a.thumb, a.cfa_above_sp, a.zero
         self.regs = array("Q", bytes(8 * NREG))
         self.valid = bytearray(NREG)
+        self.gen = 0  # _clear() starts each walk with a new one
         self.tv = array("Q", bytes(8 * NREG))  # an _offsets_step's values before they count
         self.tok = bytearray(NREG)
         self.seen_pc = array("Q", bytes(8 * _SEEN_C))
@@ -130,14 +132,15 @@ class _Walker(Memory):
         mask = self.mask
         regs, valid = self.regs, self.valid
         self._clear()
+        gen = self.gen
         for j in range(len(keys)):
             r = keys[j]
             v = sample_regs[index[j]]
             regs[r] = v & mask
-            valid[r] = 1
+            valid[r] = gen
         for r in self.zero:
             regs[r] = 0
-            valid[r] = 1
+            valid[r] = gen
         self.nseen = 0
         self.more = None
         limit = max_frames if max_frames >= 0 else _HARD_MAX_FRAMES
@@ -146,7 +149,7 @@ class _Walker(Memory):
         ip, sp_reg = self.ip, self.sp
         exact = True  # pc is an activation address: the first frame's, or a signal frame's caller's
         while True:
-            if not valid[ip]:
+            if valid[ip] != self.gen:
                 break
             pc = regs[ip]
             if pc == 0 or self.nframes > limit:
@@ -158,7 +161,7 @@ class _Walker(Memory):
             if step is _MISS:
                 step = step_at(module_at, adj, self.word)
                 steps.add(adj, step)
-            has_sp = valid[sp_reg]
+            has_sp = valid[sp_reg] == self.gen
             sp = regs[sp_reg]
             moved = tried = signal = False
             if step is None:
@@ -178,7 +181,7 @@ class _Walker(Memory):
                 st: Step = step
                 signal = st.signal
                 self._push(pc if signal else adj)
-                if st.block and valid[st.c_reg]:
+                if st.block and valid[st.c_reg] == self.gen:
                     cfa = (regs[st.c_reg] + st.c_off) & mask
                     moved = self._block_step(st, cfa) or self._offsets_step(st, cfa)
                     tried = True
@@ -193,7 +196,7 @@ class _Walker(Memory):
                         moved = True
                 if not moved:
                     break  # a row whose return address cannot be had ends the walk
-            has_cfa = valid[sp_reg]
+            has_cfa = valid[sp_reg] == self.gen
             cfa = regs[sp_reg] if has_cfa else 0
             if self._seen(pc, has_cfa, cfa):
                 break
@@ -221,7 +224,7 @@ class _Walker(Memory):
     def _has(self, reg: int) -> bool:
         """Whether register `reg` has a value."""
         if 0 <= reg < NREG:
-            return self.valid[reg] != 0
+            return self.valid[reg] == self.gen
         return reg >= 0 and self.extra is not None and reg in self.extra
 
     def _block_step(self, st: Step, cfa: int) -> bool:
@@ -239,20 +242,20 @@ class _Walker(Memory):
         # atomic acquisition count up and down, more than this frame's other work
         history = self.history
         self.regs[self.sp] = cfa
-        self.valid[self.sp] = 1
+        self.valid[self.sp] = self.gen
         for i in range(st.nsaved):
             off = st.rels[2 * i] | st.rels[2 * i + 1] << 8
             v = self._load(d + off)
             history.put(start + off, v)
             r = st.saved[i]
             self.regs[r] = v
-            self.valid[r] = 1
+            self.valid[r] = self.gen
         ra = self.regs[st.saved[st.ra_i]]
         if st.ra_signed:
             ra = self._unsigned(ra)
         # the Thumb bit is not part of the address
         self.regs[self.ip] = ra & ~1 if self.thumb else ra
-        self.valid[self.ip] = 1
+        self.valid[self.ip] = self.gen
         return True
 
     def _offsets_step(self, st: Step, cfa: int) -> bool:
@@ -268,7 +271,7 @@ class _Walker(Memory):
                 # from already (compilers emit no DW_CFA_restore after a pop), so the
                 # register holds the caller's value; the slot, outside the stack copy, would
                 # only be a word remembered from another sample
-                self.tok[i] = self.valid[r]
+                self.tok[i] = self.valid[r] == self.gen
                 self.tv[i] = self.regs[r]
             else:
                 self.tok[i] = self._read(addr)
@@ -276,16 +279,16 @@ class _Walker(Memory):
         if not self.tok[st.ra_i]:
             return False
         self.regs[self.sp] = cfa
-        self.valid[self.sp] = 1
+        self.valid[self.sp] = self.gen
         for i in range(st.nsaved):
             r = st.saved[i]
             self.regs[r] = self.tv[i]
-            self.valid[r] = self.tok[i]
+            self.valid[r] = self.gen if self.tok[i] else 0
         ra = self.tv[st.ra_i]
         if st.ra_signed:
             ra = self._unsigned(ra)
         self.regs[self.ip] = ra & ~1 if self.thumb else ra
-        self.valid[self.ip] = 1
+        self.valid[self.ip] = self.gen
         return True
 
     def _unsigned(self, ra: int) -> int:
@@ -328,15 +331,19 @@ class _Walker(Memory):
 
     def _as_dict(self) -> dict[int, int]:
         regs, valid = self.regs, self.valid
-        d = {r: regs[r] for r in range(NREG) if valid[r]}
+        d = {r: regs[r] for r in range(NREG) if valid[r] == self.gen}
         if self.extra is not None:
             d.update(self.extra)
         return d
 
     def _clear(self) -> None:
-        """No register has a value."""
-        for r in range(NREG):
-            self.valid[r] = 0
+        """No register has a value: a new generation, the array cleared once in 255 (the
+        walk clears it every frame of the dict path and every sample)."""
+        self.gen += 1
+        if self.gen > 255:
+            for r in range(NREG):
+                self.valid[r] = 0
+            self.gen = 1
         self.extra = None
 
     def _from_dict(self, new: dict[int, int]) -> None:
@@ -345,7 +352,7 @@ class _Walker(Memory):
         for r, v in new.items():
             if 0 <= r < NREG:
                 regs[r] = v
-                valid[r] = 1
+                valid[r] = self.gen
             elif self.extra is None:
                 self.extra = {r: v}
             else:

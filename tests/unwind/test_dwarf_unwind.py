@@ -620,6 +620,29 @@ def test_a_remembered_return_address_outside_its_modules_code_ends_the_walk() ->
         assert frames == expected and guessed == 2
 
 
+def test_a_register_one_walk_restored_has_no_value_in_the_next_ones() -> None:
+    """The walker is reused sample after sample: %rbp, restored from the stack by one walk,
+    has no value in the next one, whose sample has none, however many walks ran between
+    (a walk marks its registers with a generation number of a byte that wraps)."""
+    rows = [
+        Row((CFA_REG, 7, 16), {6: (OFFSET, -16), 16: (OFFSET, -8)}, 16, False, 0x1000, 0x1100),
+        Row((CFA_REG, 6, 16), {16: (OFFSET, -8)}, 16, False, 0x2000, 0x2100),
+        Row((CFA_REG, 7, 8), {16: (UNDEF, 0)}, 16, False, 0x3000, 0x3100),
+    ]
+    sp = 0x7FFF_0000
+    mask = (1 << 7) | (1 << 8)  # rsp, rip: no %rbp
+    # the leaf's saved %rbp (the caller's frame, at sp + 16) and return address, then the
+    # caller's return address
+    stack = _words("Q", sp + 16, 0x2040, 0, 0x3040)
+    space = _space(rows)
+    frames, _ = unwind("x86_64", 2, (sp, 0x1010), mask, stack, space, History(), -1)
+    assert frames == [0x1010, 0x203F, 0x303F]
+    for _ in range(600):
+        # the caller's row needs %rbp, which this sample does not have
+        frames, _ = unwind("x86_64", 2, (sp, 0x2010), mask, stack, space, History(), -1)
+        assert frames == [0x2010]
+
+
 def test_the_frame_pointer_step_is_only_for_code_without_cfi() -> None:
     """elfutils steps by %rbp only where no CFI row covers pc: a row whose return address
     cannot be read (its frame reaches past the stack copy) ends the walk, though %rbp, a
