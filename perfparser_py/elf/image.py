@@ -113,6 +113,9 @@ class ElfImage(FallbackNames):
         self.debuglink: tuple[str, int] | None = None
         self.segments: list[tuple[int, int, int, int]] = []
         self._flags: list[int] = []
+        # [start, end) of the executable PT_LOAD segments: the DWARF walk asks in_code() of
+        # each return address taken from another sample's stack words
+        self._code: list[tuple[int, int]] = []
         self._sections: list[_Section] = []
         self._by_name: dict[str, _Section] = {}
         self._section_cache: dict[str, tuple[int, memoryview] | None] = {}
@@ -239,6 +242,8 @@ class ElfImage(FallbackNames):
             if ptype == PT_LOAD:
                 self.segments.append((vaddr, memsz, off, filesz))
                 self._flags.append(flags)
+                if flags & PF_X:
+                    self._code.append((vaddr, vaddr + memsz))
             elif ptype == PT_NOTE:
                 self._notes_ph.append((off, filesz))
 
@@ -337,9 +342,10 @@ class ElfImage(FallbackNames):
         return address must; True for an image without segments (nothing known)."""
         if not self.segments:
             return True
-        return any(flags & PF_X and seg_vaddr <= vaddr < seg_vaddr + memsz
-                   for (seg_vaddr, memsz, _off, _filesz), flags
-                   in zip(self.segments, self._flags, strict=True))
+        for start, end in self._code:
+            if start <= vaddr < end:
+                return True
+        return False
 
     def read(self, vaddr: int, size: int) -> bytes | None:
         """File-backed bytes at ELF virtual address `vaddr`, None if not in the file."""
