@@ -10,6 +10,7 @@ from perfparser_py.unwind.history cimport History
 cdef class Steps:
     cdef History where
     cdef list found
+    cdef public unsigned long long nlo, nhi
 
     cpdef add(self, unsigned long long addr, object step)
     cpdef object get(self, unsigned long long addr, object default=*)

@@ -58,9 +58,14 @@ class Steps:
     """Lookup address -> compiled CFI step (None where no CFI row covers it) for the walks of
     one process. The walk asks for one every frame, so the addresses go into a History's
     open-addressing table (64-bit keys and values, in C when compiled: no int object made and
-    no dict probed a frame), whose values are the steps' places in `found`."""
+    no dict probed a frame), whose values are the steps' places in `found`.
 
-    __slots__ = ("where", "found")
+    Also the span where no module is that the last walk found (`nlo` to `nhi` inclusive;
+    empty, 1 to 0, until one has): a walk reading stack words outside its copy starts from it
+    (unwind.memory). Both hold what module lookups answered, valid while they answer the
+    same."""
+
+    __slots__ = ("where", "found", "nlo", "nhi")
 
     def __init__(self) -> None:
         self.clear()
@@ -77,6 +82,7 @@ class Steps:
     def clear(self) -> None:
         self.where = History()
         self.found: list = []
+        self.nlo, self.nhi = 1, 0
 
     def __len__(self) -> int:
         return len(self.found)

@@ -927,6 +927,19 @@ def test_words_outside_the_copy_ask_for_their_module_once_per_span() -> None:
              for module_at in (code, Spans())]
     assert walks[0] == walks[1] and len(walks[0][0]) == 11
     assert asked == [sp + 8]
+    # the process's next walks (its steps) start from the span: asked about none; once its
+    # steps are cleared (the module lookups may answer anew), asked again
+    steps = Steps()
+    spans = Spans()
+    asked.clear()
+    for _ in range(3):
+        assert unwind("x86_64", 2, (sp, 0x1010), mask, _words("Q", 0), spans, history, -1,
+                      steps=steps) == walks[0]
+    assert asked == [sp + 8]
+    steps.clear()
+    assert unwind("x86_64", 2, (sp, 0x1010), mask, _words("Q", 0), spans, history, -1,
+                  steps=steps) == walks[0]
+    assert asked == [sp + 8, sp + 8]
 
 
 def test_a_row_saving_registers_exabytes_apart_is_walked_by_rules() -> None:
