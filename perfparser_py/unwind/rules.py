@@ -59,8 +59,8 @@ class Step:
     them: then `saved` holds the registers by ascending offset, a byte each (`nsaved` of them,
     the return address at `ra_i`), `rels` their offsets from the lowest one, `first`, two
     bytes each, little-endian, and `span` the bytes from the lowest one to the end of the
-    highest. `end`: the row marks the outermost frame (return
-    address undefined, no rule before it reads memory) once the CFA is computable.
+    highest. `end`: the row marks the outermost frame (return address undefined, no rule
+    before it reads memory) once the CFA is computable.
     `ra_in_register`: the return address comes from a register (DW_CFA_register), not from
     the stack: the one x86 frame whose CFA may equal its SP, as no call pushed a return
     address below it (glibc's vfork pops it into %rdi around the syscall). `ra_signed`: the
