@@ -145,8 +145,7 @@ class _Walker(Memory):
         self.more = None
         limit = max_frames if max_frames >= 0 else _HARD_MAX_FRAMES
         self.begin(stack, sp_index >= 0, sample_regs[sp_index] & mask if sp_index >= 0 else 0,
-                   module_at, history, kernel_range)
-        self.nlo, self.nhi = steps.nlo, steps.nhi  # the span the process's last walk found
+                   module_at, history, steps, kernel_range)
         ip, sp_reg = self.ip, self.sp
         exact = True  # pc is an activation address: the first frame's, or a signal frame's caller's
         while True:
@@ -156,7 +155,6 @@ class _Walker(Memory):
             if pc == 0 or self.nframes > limit:
                 # a walk that ends here marks nothing guessed (SEMANTICS §11.3: upstream's
                 # firstGuessed = frame count): remembered words that lead to the end are trusted
-                steps.nlo, steps.nhi = self.nlo, self.nhi
                 return self._frames(), self.nframes
             adj = pc if exact else pc - 1
             step = steps.get(adj, _MISS)
@@ -206,7 +204,6 @@ class _Walker(Memory):
                     and not (cfa == sp and step is not None and st.ra_in_register)):
                 break
             exact = signal
-        steps.nlo, steps.nhi = self.nlo, self.nhi
         guessed = self.guessed
         n = self.nframes
         return self._frames(), n if guessed < 0 else min(guessed, n)

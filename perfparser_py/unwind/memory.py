@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from .history import History
-from .process import ModuleAt
+from .process import ModuleAt, Steps
 
 # 8-byte words read as native ones (Memory.words) are little-endian ones here
 _LITTLE_HOST = sys.byteorder == "little"
@@ -18,29 +18,30 @@ class Memory:
     (`raw`, from address `lo`, `avail` bytes of it readable: its bytes in `stack`, or, for
     8-byte words on a little-endian host (`wide`), its whole words in `words`), the modules
     (`module_at`), the history, how many frames the walk has so far (`nframes`, kept by the
-    walk) and the frame index of the first word taken from the history (`guessed`, -1 for
-    none). Addresses and words are of `word` bytes, `mask` the highest address."""
+    walk), the frame index of the first word taken from the history (`guessed`, -1 for
+    none) and the process's `steps`, whose span without modules (`nlo`, `nhi`) outlives the
+    walk. Addresses and words are of `word` bytes, `mask` the highest address."""
 
     __slots__ = ("word", "wide", "mask", "raw", "stack", "words", "lo", "avail", "module_at",
-                 "history", "kernel", "klo", "khi", "nlo", "nhi", "nframes", "guessed", "value")
+                 "history", "steps", "kernel", "klo", "khi", "nframes", "guessed", "value")
 
     def __init__(self, word: int) -> None:
         self.word = word
         self.wide = word == 8 and _LITTLE_HOST
         self.mask = (1 << (8 * word)) - 1
-        self.module_at = self.history = None
+        self.module_at = self.history = self.steps = None
         self.raw = self.stack = b""
         self.words = memoryview(b"").cast("Q")
-        self.lo = self.avail = self.klo = self.khi = self.value = self.nhi = self.nframes = 0
-        self.nlo = 1
+        self.lo = self.avail = self.klo = self.khi = self.value = self.nframes = 0
         self.kernel = False
         self.guessed = -1
 
     def begin(self, stack: memoryview, has_sp: bool, sp: int, module_at: ModuleAt,
-              history: History, kernel_range: tuple[int, int]) -> None:
+              history: History, steps: Steps, kernel_range: tuple[int, int]) -> None:
         """A new walk's memory: stack copy `stack` read at the sample's stack pointer `sp`
-        (if it `has_sp`), the address space's `module_at` and `history`, and `kernel_range`
-        (start, end) the kernel's addresses, which hold no user words (end 0: none)."""
+        (if it `has_sp`), the address space's `module_at`, `history` and `steps`, and
+        `kernel_range` (start, end) the kernel's addresses, which hold no user words (end 0:
+        none)."""
         self.raw = stack
         n = len(stack)
         # one typed view a walk: each costs a buffer acquisition
@@ -59,13 +60,12 @@ class Memory:
             self.avail = n if n == 0 or n - 1 <= room else room + 1
         else:
             self.lo, self.avail = 1, 0
-        self.module_at, self.history = module_at, history
+        self.module_at, self.history, self.steps = module_at, history, steps
         klo, khi = kernel_range
         self.kernel = klo < khi
         if self.kernel:
             self.klo, self.khi = klo, khi - 1  # khi inclusive: the range may end at 2**64
         self.guessed = -1
-        self.nlo, self.nhi = 1, 0  # no span known without modules yet (_no_module_around)
         self.nframes = 0
 
     def _load(self, pos: int) -> int:
@@ -93,7 +93,7 @@ class Memory:
             return True
         if self.kernel and self.klo <= addr <= self.khi:
             return False
-        if not self.nlo <= addr <= self.nhi:
+        if not self.steps.nlo <= addr <= self.steps.nhi:
             mod = self.module_at.module(addr)
             if mod is not None:
                 data = mod[0].read(addr - mod[1], self.word)
@@ -110,12 +110,13 @@ class Memory:
         return False
 
     def _no_module_around(self, addr: int) -> None:
-        """Remember where, around `addr`, module_at answers None as it did for `addr`, if it
-        can say: the stack words a walk reads outside its copy lie in one such span, the rest
-        of the [stack] mapping."""
+        """Remember, with the process's steps, where around `addr` module_at answers None as
+        it did for `addr`, if it can say: the stack words a walk reads outside its copy lie in
+        one such span, the rest of the [stack] mapping, and the next walks' in the same."""
         span = self.module_at.no_image_span(addr)
         if span is not None:
-            self.nlo, self.nhi = span[0], span[1] - 1  # inclusive: a span may end at 2**64
+            # inclusive: a span may end at 2**64
+            self.steps.nlo, self.steps.nhi = span[0], span[1] - 1
 
     def read_word(self, addr: int) -> int | None:
         """The word at `addr` as the dict path reads it (`_read`), None where it cannot be

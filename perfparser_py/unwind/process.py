@@ -60,10 +60,10 @@ class Steps:
     open-addressing table (64-bit keys and values, in C when compiled: no int object made and
     no dict probed a frame), whose values are the steps' places in `found`.
 
-    Also the span where no module is that the last walk found (`nlo` to `nhi` inclusive;
-    empty, 1 to 0, until one has): a walk reading stack words outside its copy starts from it
-    (unwind.memory). Both hold what module lookups answered, valid while they answer the
-    same."""
+    Also the span where no module is that a walk found last (`nlo` to `nhi` inclusive;
+    empty, 1 to 0, until one has; unwind.memory keeps it): the stack words walks read
+    outside their copies lie there. Both hold what module lookups answered, valid while they
+    answer the same."""
 
     __slots__ = ("where", "found", "nlo", "nhi")
 
