@@ -3,6 +3,7 @@ cheap to build on the hot path and comparable field by field in tests)."""
 
 from __future__ import annotations
 
+import struct
 from collections import namedtuple
 
 from ..tuples import named_tuple
@@ -56,13 +57,21 @@ class SampleEvent:
     branch_stack: tuple[tuple[int, int, int], ...]  # (from, to, flags)
     hw_idx: int | None
     regs_abi: int
-    regs: tuple[int, ...]
+    regs: bytes  # user registers in sample_regs_user's bit order: u64s, little-endian (packed_regs)
     stack: memoryview | None  # user stack copy, cut to dyn_size
     weight: int
     data_src: int
     transaction: int
     size: int
     misc: int
+
+
+def packed_regs(values) -> bytes:
+    """A SampleEvent's `regs` of register values. Packed, not a tuple of ints: a DWARF
+    recording's fast decoder (fast.Stacked) takes them from the record as one bytes object
+    and the compiled walk reads them as C words, ~0.3 us a sample less than making 17 int
+    objects and reading them back (sqlite3-dwarf-30k)."""
+    return struct.pack(f"<{len(values)}Q", *values)
 
 
 @named_tuple

@@ -28,7 +28,6 @@ cdef class Fused(_Words):
 
 
 cdef class Stacked(_Words):
-    cdef object regs_of
     cdef Py_ssize_t nregs, t_weight, t_data_src, t_transaction
 
     @cython.locals(p=Py_ssize_t, q=Py_ssize_t, last=Py_ssize_t, nr="unsigned long long",

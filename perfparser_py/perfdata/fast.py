@@ -45,7 +45,7 @@ _NOT_STACKED = SAMPLE_READ | SAMPLE_RAW | SAMPLE_BRANCH_STACK
 
 
 # the event fields of the variable-size parts, what they are when a part is absent
-_NO_PARTS = ((), (), None, (), None, 0, (), None)
+_NO_PARTS = ((), (), None, (), None, 0, b"", None)
 assert ev.SampleEvent._fields[10:18] == ("read_values", "callchain", "raw", "branch_stack",
                                          "hw_idx", "regs_abi", "regs", "stack")
 
@@ -83,7 +83,7 @@ def _branch_stack(head: tuple, items, tail: tuple, out: list, head_at: dict, ite
 def _regs_user(head: tuple, items, tail: tuple, out: list, head_at: dict, item_at: dict,
                words: int) -> None:
     out[5] = head[head_at["abi"]]
-    out[6] = items if items is not None else ()  # none when abi is 0
+    out[6] = ev.packed_regs(items) if items is not None else b""  # none when abi is 0
 
 
 def _stack_user(head: tuple, items, tail: tuple, out: list, head_at: dict, item_at: dict,
@@ -396,7 +396,6 @@ class Stacked(_Words):
         super().__init__(attr, arrays, new_array, sample)
         st = attr.sample_type
         self.nregs = attr.plan.nregs_user
-        self.regs_of = new_array(self.nregs)  # kept here: `arrays` may be emptied
         tail_at = lay.offsets(lay.present(lay.SAMPLE_TAIL, st))
         self.t_weight, self.t_data_src, self.t_transaction = (
             tail_at.get(name, -8) >> 3 for name in ("weight", "data_src", "transaction"))
@@ -410,7 +409,8 @@ class Stacked(_Words):
         q = p + self.head
         if q >= last:  # the prefix, then at least the abi word
             return self.sample(buf, pos, end, misc, size, self.attr)
-        callchain = regs = ()
+        callchain = ()
+        regs = b""
         stack = None
         if self.chained:
             nr = words[q]
@@ -424,7 +424,7 @@ class Stacked(_Words):
         if abi:
             if self.nregs >= last - q:  # the registers, then the stack's size
                 return self.sample(buf, pos, end, misc, size, self.attr)
-            regs = self.regs_of(buf, q << 3)
+            regs = bytes(buf[q << 3:(q + self.nregs) << 3])  # little-endian: words_native
             q += self.nregs
         elif q >= last:
             return self.sample(buf, pos, end, misc, size, self.attr)

@@ -123,7 +123,7 @@ def _sample(attr: PerfEventAttr, body: bytes, size: int, misc: int) -> ev.Sample
         branch_stack=tuple((e["from"], e.to, e.flags) for e in bs.lbr) if bs else (),
         hw_idx=bs.get("hw_idx") if bs else None,
         regs_abi=s.regs_user.abi if s.regs_user else 0,
-        regs=tuple(s.regs_user.regs or ()) if s.regs_user else (),
+        regs=ev.packed_regs(s.regs_user.regs or ()) if s.regs_user else b"",
         stack=stack, weight=_z(s.weight), data_src=_z(s.data_src),
         transaction=_z(s.transaction), size=size, misc=misc)
 

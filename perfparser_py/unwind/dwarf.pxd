@@ -15,6 +15,7 @@ from perfparser_py.unwind.process cimport ModuleAt, Steps
 from perfparser_py.unwind.rules cimport Step, step_at
 
 cdef int NREG, _SEEN_C, _OUT_C
+cdef bint _COMPILED
 
 
 cdef class _Walker(Memory):
@@ -30,12 +31,13 @@ cdef class _Walker(Memory):
 
     @cython.locals(nregs=Py_ssize_t, keys=tuple, index=tuple, sp_index=Py_ssize_t,
                    ip_index=Py_ssize_t, mask="unsigned long long", r=int, j=Py_ssize_t, gen=int,
-                   v="unsigned long long", limit=Py_ssize_t, ip=int, n=Py_ssize_t,
+                   limit=Py_ssize_t, ip=int, n=Py_ssize_t,
                    sp_reg=int, exact=bint, pc="unsigned long long", adj="unsigned long long",
                    has_sp=bint, sp="unsigned long long", moved=bint, tried=bint, signal=bint,
                    st=Step, cfa="unsigned long long", has_cfa=bint, guessed=Py_ssize_t,
-                   regs="unsigned long long[:]", valid="unsigned char[:]")
-    cpdef tuple walk(self, object sample_regs, object regs_mask, object stack, ModuleAt module_at,
+                   regs="unsigned long long[:]", valid="unsigned char[:]",
+                   at="const unsigned char *")
+    cpdef tuple walk(self, bytes sample_regs, object regs_mask, object stack, ModuleAt module_at,
                      History history, Py_ssize_t max_frames, object kernel_range, Steps steps)
     cdef bint _has(self, object reg) except -1
     @cython.locals(n=Py_ssize_t)
@@ -60,6 +62,9 @@ cdef class _Walker(Memory):
     @cython.locals(mask=object, lo=object, new=dict)
     cpdef object _dict_step(self, dict regs, Step st)
 
+
+@cython.locals(v="unsigned long long", b="unsigned long long", k=int)
+cdef unsigned long long _register(const unsigned char *at, Py_ssize_t i) noexcept
 
 # the walker typed: its walk is then a C call, not a method looked up and its arguments parsed
 @cython.locals(walker=_Walker)

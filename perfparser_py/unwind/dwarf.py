@@ -29,6 +29,10 @@ from .memory import Memory
 from .process import ModuleAt, Steps
 from .rules import NREG, Step, step_at
 
+# Whether this module runs compiled: an extension module's file, not its source's (importing
+# Cython's cython.compiled would need Cython installed, and imports typing, re and enum)
+_COMPILED = not __file__.endswith((".py", ".pyc"))
+
 # Frame cap when max_frames is -1: a sanity bound, far beyond any real stack.
 _HARD_MAX_FRAMES = 100_000
 # Bound of the walker cache: its keys come from the input.
@@ -42,19 +46,19 @@ _OUT_C = 128
 _VA_MASKS = tuple([(1 << bits) - 1 for bits in (52, 48, 47, 42, 39, 36)])
 
 
-def unwind(arch: str, abi: int, regs: tuple[int, ...], regs_mask: int, stack: memoryview,
+def unwind(arch: str, abi: int, regs: bytes, regs_mask: int, stack: memoryview,
            module_at: ModuleAt, history: History, max_frames: int,
            kernel_range: tuple[int, int] = (0, 0),
            steps: Steps | None = None) -> tuple[bytes, int]:
     """Returns (lookup addresses leaf first, packed as array "Q" bytes, first_guessed_index);
     see the module docstring.
 
-    `regs` holds the sample's user registers packed in the order of the set bits of
-    `regs_mask`; `module_at.module(addr)` -> (image, bias, cfi) | None for a runtime address
-    (runtime = vaddr + bias); `history` maps stack addresses to words seen in earlier samples
-    and gets every word read from this stack copy. `steps` is the unwinder's per-process
-    cache across calls (lookup address -> compiled CFI step); the caller must clear it
-    whenever `module_at` would answer differently (a mapping change).
+    `regs` holds the sample's user registers as SampleEvent.regs does (packed u64s, in the
+    order of the set bits of `regs_mask`); `module_at.module(addr)` -> (image, bias, cfi) |
+    None for a runtime address (runtime = vaddr + bias); `history` maps stack addresses to
+    words seen in earlier samples and gets every word read from this stack copy. `steps` is
+    the unwinder's per-process cache across calls (lookup address -> compiled CFI step); the
+    caller must clear it whenever `module_at` would answer differently (a mapping change).
     """
     try:
         walker = _WALKERS.get((arch, abi))
@@ -85,6 +89,19 @@ def _walker(arch: str, abi: int) -> _Walker | None:
         _WALKERS.clear()
     walker = _WALKERS[arch, abi] = _Walker(a)
     return walker
+
+
+def _register(at: bytes, i: int) -> int:
+    """Register i of a sample's packed registers (SampleEvent.regs: u64s, little-endian).
+    Compiled, `at` points to their bytes (the walk's indices are below their count), read
+    without an object made; interpreted, a byte loop would be a fifth of the walk."""
+    if not _COMPILED:
+        return int.from_bytes(at[8 * i:8 * i + 8], "little")
+    v = 0
+    for k in range(8):
+        b = at[8 * i + k]  # compiled: a 64-bit C integer before it is shifted
+        v |= b << (8 * k)
+    return v
 
 
 _MISS = object()  # Steps.get's answer for an address not compiled yet (None is a step)
@@ -120,12 +137,12 @@ class _Walker(Memory):
         self.extra = self.more = None
         self.nseen = 0
 
-    def walk(self, sample_regs: tuple[int, ...], regs_mask: int, stack: memoryview,
+    def walk(self, sample_regs: bytes, regs_mask: int, stack: memoryview,
              module_at: ModuleAt, history: History, max_frames: int,
              kernel_range: tuple[int, int], steps: Steps
              ) -> tuple[bytes, int]:
         a = self.a
-        nregs = len(sample_regs)
+        nregs = len(sample_regs) >> 3
         found = a.slots.get((regs_mask, nregs))
         keys, index, sp_index, ip_index = (found if found is not None
                                            else a.slots_for(regs_mask, nregs))
@@ -133,10 +150,10 @@ class _Walker(Memory):
         regs, valid = self.regs, self.valid
         self._clear()
         gen = self.gen
+        at = sample_regs  # compiled: a pointer to its bytes
         for j in range(len(keys)):
             r = keys[j]
-            v = sample_regs[index[j]]
-            regs[r] = v & mask
+            regs[r] = _register(at, index[j]) & mask
             valid[r] = gen
         for r in self.zero:
             regs[r] = 0
@@ -144,7 +161,7 @@ class _Walker(Memory):
         self.nseen = 0
         self.more = None
         limit = max_frames if max_frames >= 0 else _HARD_MAX_FRAMES
-        self.begin(stack, sp_index >= 0, sample_regs[sp_index] & mask if sp_index >= 0 else 0,
+        self.begin(stack, sp_index >= 0, _register(at, sp_index) & mask if sp_index >= 0 else 0,
                    module_at, history, steps, kernel_range)
         ip, sp_reg = self.ip, self.sp
         exact = True  # pc is an activation address: the first frame's, or a signal frame's caller's

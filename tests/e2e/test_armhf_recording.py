@@ -14,6 +14,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from perfparser_py.elf.image import ElfImage
+from perfparser_py.perfdata.events import packed_regs
 from perfparser_py.perfdata.abi import SAMPLE_IP, SAMPLE_PERIOD, SAMPLE_TID, SAMPLE_TIME
 from perfparser_py.unwind import dwarf
 from perfparser_py.unwind.history import History
@@ -51,7 +52,7 @@ def test_an_armhf_dwarf_recording_is_unwound_and_named(tmp_path: Path, machine: 
     calls = [ra for ra in arm_programs.returns(stripped) if cfi.row(ra - 1).cfa[2] < 256]
     words, regs = arm_programs.walkable_stack(calls, True, SP, BASE)
     # the frames, as the walk finds them (tests/elf/test_exidx.py holds it to the CFI's)
-    packed, _ = dwarf.unwind("arm", 1, tuple(regs), (1 << 16) - 1, memoryview(words),
+    packed, _ = dwarf.unwind("arm", 1, packed_regs(regs), (1 << 16) - 1, memoryview(words),
                              _Mapped(image, cfi), History(), 64)
     expected = [image.symbol_at(addr - BASE)[0] for addr in array("Q", packed)]
     assert len(expected) >= 10 and set(expected) <= {"leaf", "vla", "fl", "many", "top"}

@@ -16,6 +16,7 @@ from elftools.elf.elffile import ELFFile
 from perfparser_py.elf.cfi import CFA_EXPR, CFA_REG, EXPR, OFFSET, Cfi
 from perfparser_py.elf.exidx import ArmExidx, _row
 from perfparser_py.elf.image import ElfImage
+from perfparser_py.perfdata.events import packed_regs
 from perfparser_py.unwind import dwarf
 from perfparser_py.unwind.history import History
 from perfparser_py.unwind.process import ModuleAt
@@ -76,7 +77,7 @@ def test_a_stripped_arm_library_unwinds_as_with_its_debug_frame(tmp_path: Path,
         image = ElfImage.open(str(path))
         cfi = cfi_for_image(image)
         assert (cfi._debug is None) == (path == stripped)
-        packed, _ = dwarf.unwind("arm", 1, tuple(regs), (1 << 16) - 1, memoryview(words),
+        packed, _ = dwarf.unwind("arm", 1, packed_regs(regs), (1 << 16) - 1, memoryview(words),
                                  _Space(image, cfi), History(), 24)
         walks.append(list(array("Q", packed)))
     assert len(walks[0]) >= 10
@@ -96,7 +97,7 @@ def test_a_32_bit_process_on_an_arm64_kernel_unwinds_as_on_arm(tmp_path: Path) -
     compat = [*arm, *(0xDEAD0000 + k for k in range(16, 30)), arm[14], arm[13], arm[15]]
     walks = []
     for arch, regs in (("arm", arm), ("aarch64", compat)):
-        packed, _ = dwarf.unwind(arch, 1, tuple(regs), (1 << len(regs)) - 1, memoryview(words),
+        packed, _ = dwarf.unwind(arch, 1, packed_regs(regs), (1 << len(regs)) - 1, memoryview(words),
                                  _Space(image, cfi), History(), 24)
         walks.append(list(array("Q", packed)))
     assert len(walks[0]) >= 10

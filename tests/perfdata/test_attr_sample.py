@@ -9,7 +9,7 @@ import pytest
 
 from perfparser_py.perfdata.attr import PerfEventAttr, generated_name
 from perfparser_py.perfdata.attr import parse_attr
-from perfparser_py.perfdata.events import ProgressEvent
+from perfparser_py.perfdata.events import ProgressEvent, packed_regs
 from perfparser_py.perfdata.fast import make_decoders
 from perfparser_py.perfdata.abi import RECORD_SAMPLE
 from perfparser_py.perfdata.declare import attr_struct
@@ -108,7 +108,7 @@ def test_sample_read_without_id_group_and_lbr_hw_idx(big_endian):
     assert fast.read_values == ((7, 0), (8, 0))
     assert fast.callchain == (0xA, 0xB)
     assert fast.hw_idx == 42 and fast.branch_stack == ((1, 2, 3),)
-    assert fast.regs == (1, 2, 3) and bytes(fast.stack) == bytes(range(5))
+    assert fast.regs == packed_regs((1, 2, 3)) and bytes(fast.stack) == bytes(range(5))
     assert fast.weight == 77 and fast.pid == 10 and fast.tid == 11
 
 

@@ -17,6 +17,7 @@ from perfparser_py.perfdata import abi, layout, reader
 from perfparser_py.perfdata.attr import PerfEventAttr
 from perfparser_py.perfdata.attr import parse_attr
 from perfparser_py.perfdata.declare import attr_struct, declare
+from perfparser_py.perfdata.events import packed_regs
 from perfparser_py.perfdata.fast import Fused, Stacked, make_decoders
 from perfparser_py.perfdata.ints import ints
 from perfparser_py.perfdata.records import decode_record, sample_id_struct, sample_struct_of
@@ -110,7 +111,7 @@ def test_every_sample_type_decodes_to_the_values_built(big_endian, read_format):
         assert fast.branch_stack == tuple((e["from"], e["to"], e["flags"]) for e in lbr)
         assert fast.hw_idx == (0x4001 if variant and st & abi.SAMPLE_BRANCH_STACK else None)
         regs = built.get("regs_user", dict(abi=0))
-        assert (fast.regs_abi, fast.regs) == (regs["abi"], tuple(regs.get("regs", ()))), hex(st)
+        assert (fast.regs_abi, fast.regs) == (regs["abi"], packed_regs(regs.get("regs", ()))), hex(st)
         stack = built.get("stack_user", dict(size=0))
         assert fast.stack == (stack["data"][:stack["dyn_size"]] if stack["size"] else None)
         fused = dec.fused(attr)
@@ -182,7 +183,7 @@ def test_either_weight_kind_takes_the_weight_slot(weight_bit):
                 decode_record(abi.RECORD_SAMPLE, 2, size, body, attr, attr),
                 _own(Stacked, attr).decode(memoryview(body), 0, len(body), 2, size)):
         assert (got.ip, got.pid, got.tid, got.regs, got.stack) == (
-            0x401000, 7, 8, (0x7FFC,), bytes(range(8)))
+            0x401000, 7, 8, packed_regs((0x7FFC,)), bytes(range(8)))
         assert (got.weight, got.data_src, got.transaction) == (0x0003_0002_0000_0001, 0x42, 5)
 
 

@@ -25,6 +25,7 @@ from perfparser_py.elf.cfi import (
 )
 from perfparser_py.elf.exidx import _row
 from perfparser_py.elf.image import ElfImage
+from perfparser_py.perfdata.events import packed_regs
 from perfparser_py.unwind import dwarf
 from perfparser_py.unwind.history import History
 from perfparser_py.unwind.process import ModuleAt, Steps
@@ -36,9 +37,12 @@ from tests import aarch64_programs, arm_programs, plt_programs
 from . import perfdata_mini
 
 
-def unwind(*args, **kwargs) -> tuple[list[int], int]:
-    """dwarf.unwind with its packed addresses as a list of ints, as these tests compare them."""
-    packed, guessed = dwarf.unwind(*args, **kwargs)
+def unwind(arch: str, abi: int, regs, *args, **kwargs) -> tuple[list[int], int]:
+    """dwarf.unwind with the registers given as values or packed (a decoded sample's), and its
+    packed addresses as a list of ints, as these tests compare them."""
+    if not isinstance(regs, bytes):
+        regs = packed_regs(regs)
+    packed, guessed = dwarf.unwind(arch, abi, regs, *args, **kwargs)
     assert type(packed) is bytes
     return list(array("Q", packed)), guessed
 
