@@ -29,9 +29,9 @@ from .memory import Memory
 from .process import ModuleAt, Steps
 from .rules import NREG, Step, step_at
 
-# Whether this module runs compiled: an extension module's file, not its source's (importing
-# Cython's cython.compiled would need Cython installed, and imports typing, re and enum)
-_COMPILED = not __file__.endswith((".py", ".pyc"))
+# Whether this module runs compiled (_register), as elf/dwarf/lines.py tells: an extension
+# module's file suffix (Cython's cython.compiled needs Cython installed, and imports typing)
+_COMPILED = (__file__ or "").endswith((".so", ".pyd"))
 
 # Frame cap when max_frames is -1: a sanity bound, far beyond any real stack.
 _HARD_MAX_FRAMES = 100_000
