@@ -49,7 +49,6 @@ cdef class _HdrTable:
 cdef class Cfi:
     cdef public _Frames _eh, _debug
     cdef public _HdrTable _hdr
-    cdef public dict _rows
     cdef public tuple _plts, _plt_regs
     cdef public object _exidx
 
