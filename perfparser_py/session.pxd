@@ -7,6 +7,7 @@ cimport cython
 
 cdef class Mapping:
     cdef public object base, base_vaddr, bias, end, image, local, path, pgoff, start
+    cdef public dict symbols
 
 
 cdef class SymbolMapping(Mapping):

@@ -64,7 +64,7 @@ class Mapping:
     """
 
     __slots__ = ("base", "base_vaddr", "bias", "end", "image", "local", "path", "pgoff",
-                 "start")
+                 "start", "symbols")
 
     def __init__(self, start, end, pgoff, path, local, image, bias, base):
         self.start = start
@@ -76,6 +76,9 @@ class Mapping:
         self.bias = bias  # runtime address = ELF vaddr + bias
         self.base = base  # start of the module's pgoff-0 piece, else start (elfStart)
         self.base_vaddr = None if bias is None else base - bias  # ELF address at base
+        # the symbolizer's location ids of the module's addresses, shared by every mapping
+        # of the module (symbolize.Symbolizer.frame)
+        self.symbols = None
 
     def piece(self, start: int, end: int) -> Mapping:
         return Mapping(start, end, self.pgoff + (start - self.start), self.path, self.local,

@@ -29,7 +29,7 @@ cdef class Symbolizer:
 
     @cython.locals(state=ProcessSymbols)
     cpdef object frame(self, object proc, object ip, object is_kernel)
-    @cython.locals(cache=dict, space=AddressSpace, mapping=Mapping)
+    @cython.locals(cache=dict, space=AddressSpace, mapping=Mapping, ids=dict)
     cdef object _frame(self, ProcessSymbols state, object proc, object ip, object is_kernel)
     @cython.locals(state=ProcessSymbols, kstate=ProcessSymbols, chains=dict, ids=list)
     cpdef list callchain(self, object proc, object kernel, object callchain, object ip,
@@ -37,5 +37,6 @@ cdef class Symbolizer:
     @cython.locals(state=ProcessSymbols, memo=dict, ids=list, joined=dict, entry=tuple)
     cpdef list unwound(self, object proc, list recorded, bytes packed)
     cdef _memo_room(self, dict memo, Py_ssize_t frames)
+    cdef dict _module_ids(self, Mapping mapping)
     cdef object _resolve(self, object proc, object m, object ip, object is_kernel)
     cdef object _unmapped(self, object proc, object ip, object is_kernel)
