@@ -122,7 +122,7 @@ class _Ahead:
     def chain(self, e) -> None:
         pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
         if not callchain:
-            self.put((_FUSED, tuple(e)))
+            self.put((_FUSED, e))
             return
         # number the distinct (pid, chain, ip, cpu mode): a repeat travels as its number
         key = (pid, callchain, ip, misc & CPUMODE_MASK)

@@ -111,9 +111,8 @@ class Sink(Spaces):
         self.writer.context_switch(e.pid, e.tid, e.time, e.cpu, e.switch_out)
 
     def sample(self, e) -> None:
-        """The fields of a FusedSample (as one, or as a plain tuple): the common
-        frame-pointer case, what full_sample does for an event without read values, branch
-        stack, user regs/stack or raw data."""
+        """A FusedSample (a plain tuple): the common frame-pointer case, what full_sample
+        does for an event without read values, branch stack, user regs/stack or raw data."""
         pid, tid, time, cpu, ip, sid, period, callchain, misc, _size = e
         frames = self._fused_frames(self.session.process(pid), ip, callchain, misc)
         self.writer.sample_one(pid, tid, time, cpu, frames, 0, self.attrs.attribute_id(sid),
