@@ -5,7 +5,7 @@ elf.exidx, where they have no row), decoded lazily per row.
 rule row (CFA rule + register rules) valid at an ELF virtual address. Only the program of the
 FDE covering an asked-for address runs, and only up to the row covering it; the CIEs' initial
 rules and each FDE's rows are kept. Addresses are not: the walk keeps its steps per process
-and address (unwind.process.Steps), and a second copy here held 8 MB of a 100k-sample g++
+and address (unwind.process.Steps), and a second copy here held ~6 MB of a 100k-sample g++
 recording's unwinding process for no speed. Malformed tables never raise: the affected
 address simply has no row.
 """
