@@ -24,7 +24,7 @@ HELD_MAX = 1 << 16
 def _with_chain(e, chain: tuple[int, ...]):
     """Sample `e` (a FusedSample or SampleEvent) with call chain `chain`."""
     if type(e) is FusedSample:
-        return FusedSample(e[:7] + (chain,) + e[8:])
+        return e[:7] + (chain,) + e[8:]  # a FusedSample is a plain tuple
     return e._replace(callchain=chain)
 
 

@@ -77,7 +77,7 @@ class Mapping:
         self.base = base  # start of the module's pgoff-0 piece, else start (elfStart)
         self.base_vaddr = None if bias is None else base - bias  # ELF address at base
         # the symbolizer's location ids of the module's addresses, shared by every mapping
-        # of the module (symbolize.Symbolizer.frame)
+        # of the module (symbolize.Symbolizer._frame)
         self.symbols = None
 
     def piece(self, start: int, end: int) -> Mapping:

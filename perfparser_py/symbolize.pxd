@@ -37,6 +37,5 @@ cdef class Symbolizer:
     @cython.locals(state=ProcessSymbols, memo=dict, ids=list, joined=dict, entry=tuple)
     cpdef list unwound(self, object proc, list recorded, bytes packed)
     cdef _memo_room(self, dict memo, Py_ssize_t frames)
-    cdef dict _module_ids(self, Mapping mapping)
     cdef object _resolve(self, object proc, object m, object ip, object is_kernel)
     cdef object _unmapped(self, object proc, object ip, object is_kernel)

@@ -142,7 +142,8 @@ class Symbolizer:
         if mapping is not None:
             ids = mapping.symbols
             if ids is None:
-                ids = mapping.symbols = self._module_ids(mapping)
+                ids = mapping.symbols = self._shared.setdefault(
+                    (mapping.path, mapping.local, mapping.base_vaddr), {})
             offset = ip - mapping.base
             lid = ids.get(offset)
             if lid is None:
@@ -152,14 +153,6 @@ class Symbolizer:
         self._memo_room(cache, 0)
         cache[ip] = lid
         return lid
-
-    def _module_ids(self, mapping: Mapping) -> dict[int, int]:
-        """The location ids of the module `mapping` is a piece of, by offset from its base."""
-        key = (mapping.path, mapping.local, mapping.base_vaddr)
-        ids = self._shared.get(key)
-        if ids is None:
-            ids = self._shared[key] = {}
-        return ids
 
     def callchain(self, proc: Process, kernel: Process, callchain, ip: int, ip_is_user: bool,
                   branch_stack) -> list[int]:
