@@ -3,8 +3,12 @@
 
 cimport cython
 
+from perfparser_py.unwind cimport prefetch
 from perfparser_py.unwind.history cimport History
 from perfparser_py.unwind.process cimport ModuleAt, Steps
+
+
+cdef Py_ssize_t _PREFETCH_BYTES
 
 
 cdef class Memory:
