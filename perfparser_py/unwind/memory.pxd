@@ -3,7 +3,7 @@
 
 cimport cython
 
-from perfparser_py.unwind cimport prefetch
+cimport perfparser_py.unwind.prefetch as prefetch
 from perfparser_py.unwind.history cimport History
 from perfparser_py.unwind.process cimport ModuleAt, Steps
 
