@@ -62,18 +62,48 @@ def test_the_core_is_compiled():
     assert _run(["--version"], pure=False).endswith(b"core: compiled\n")
 
 
+def _cimported(pxd: Path) -> set[Path]:
+    """The package's .pxd files `pxd` cimports, directly or through the ones it cimports:
+    `cimport perfparser_py.a.b [as x]` and `from perfparser_py.a.b cimport X` name a/b's,
+    the latter a/b/X's where X is a module."""
+    found: set[Path] = set()
+    todo = [pxd]
+    while todo:
+        for line in todo.pop().read_text().splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[0] == "cimport":
+                deps = [ROOT.joinpath(*words[1].split(".")).with_suffix(".pxd")]
+            elif len(words) >= 4 and words[0] == "from" and words[2] == "cimport":
+                base = ROOT.joinpath(*words[1].split("."))
+                deps = [base / f"{w.strip(',')}.pxd" for w in words[3:]]
+                deps = [d if d.is_file() else base.with_suffix(".pxd") for d in deps]
+            else:
+                continue
+            for dep in deps:
+                if dep.is_file() and dep not in found:
+                    found.add(dep)
+                    todo.append(dep)
+    return found
+
+
+def test_cimported_pxds_are_found():
+    """memory.pxd cimports history's, process's and the prefetch module's C declarations."""
+    deps = {p.relative_to(PACKAGE).as_posix() for p in _cimported(PACKAGE / "unwind/memory.pxd")}
+    assert {"unwind/history.pxd", "unwind/process.pxd", "unwind/prefetch.pxd"} <= deps
+
+
 def test_no_extension_is_older_than_its_source():
-    """An extension built in place shadows its .py: after an edit (or a merge) it runs the
-    old code until setup.py build_ext --inplace runs again, and every test here would test
-    that old code."""
+    """An extension built in place shadows its .py: after an edit (or a merge) of it, of its
+    .pxd or of a .pxd that one cimports, it runs the old code until setup.py build_ext
+    --inplace runs again, and every test here would test that old code."""
     stale = []
     for source in COMPILED:
         stem = ROOT / source.removesuffix(".py")
+        pxd = Path(f"{stem}.pxd")
+        inputs = [ROOT / source, *([pxd, *_cimported(pxd)] if pxd.exists() else [])]
+        newest = max(p.stat().st_mtime for p in inputs)
         for suffix in EXTENSION_SUFFIXES:
             ext = Path(f"{stem}{suffix}")
-            pxd = Path(f"{stem}.pxd")
-            newest = max((ROOT / source).stat().st_mtime,
-                         pxd.stat().st_mtime if pxd.exists() else 0.0)
             if ext.is_file() and ext.stat().st_mtime < newest:
                 stale.append(source)
     assert stale == [], "rebuild: .venv/bin/python setup.py build_ext --inplace"
