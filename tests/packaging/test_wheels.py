@@ -1,5 +1,6 @@
 """`pip wheel .` gives the compiled wheel where a compiler is, PERFPARSER_PY_PURE=1 the pure
-one (setup.py); both carry the license, no Cython C, metadata twine accepts, and run.
+one (setup.py); both carry the license, no Cython C, metadata twine accepts, and run. The
+sdist carries the compiled modules' C types.
 
 One build of each kind, from a copy of the sources (no .venv, build/ or extensions built in
 place), in pip's isolated build environment as a user's `pip wheel .` has it."""
@@ -9,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -100,3 +102,19 @@ def test_pure_wheel(sources, tmp_path):
 def test_compiled_wheel(sources, tmp_path):
     wheel = build_wheel(sources, tmp_path / "wheel", pure=False)
     check_wheel(wheel, compiled_tag(), extensions=True, tmp=tmp_path)
+
+
+def test_sdist_carries_the_c_types(sources, tmp_path):
+    """Every .pxd is in the sdist (MANIFEST.in): built from an sdist without them, each module
+    compiles without its C types, as Python objects. Made by `python -m build` in its isolated
+    environment, as a release makes it; PERFPARSER_PY_PURE=1 spares it Cython's C, which the
+    check of its file list does not need."""
+    env = dict(os.environ, PERFPARSER_PY_PURE="1")
+    done = subprocess.run([sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path),
+                           str(sources)], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [sdist] = tmp_path.glob("*.tar.gz")
+    with tarfile.open(sdist) as t:
+        shipped = {name.split("/", 1)[1] for name in t.getnames() if name.endswith(".pxd")}
+    pxds = {p.relative_to(sources).as_posix() for p in (sources / "perfparser_py").rglob("*.pxd")}
+    assert pxds and shipped == pxds
