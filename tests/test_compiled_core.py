@@ -65,7 +65,9 @@ def test_the_core_is_compiled():
 def _cimported(pxd: Path) -> set[Path]:
     """The package's .pxd files `pxd` cimports, directly or through the ones it cimports:
     `cimport perfparser_py.a.b [as x]` and `from perfparser_py.a.b cimport X` name a/b's,
-    the latter a/b/X's where X is a module."""
+    the latter a/b/X's where X is a module. Not Cython's own scan (create_dependency_tree):
+    that is what decides the rebuilds, and a form it did not follow (`from perfparser_py.unwind
+    cimport prefetch`) is how an extension went stale unseen."""
     found: set[Path] = set()
     todo = [pxd]
     while todo:
