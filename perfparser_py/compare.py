@@ -283,19 +283,32 @@ def format_report(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def own_parser() -> tuple[list[str], dict[str, str]]:
+    """The command that runs this package's parser with this interpreter, and its
+    environment. A tool run from a source checkout (tools/compare, tools/perfdiff) put the
+    checkout first on its own path only: the checkout goes first on the parser's
+    PYTHONPATH too, so that the parser run is the tool's, installed anywhere or not."""
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ)
+    if all(not p or Path(p).resolve() != root for p in sys.path[1:]):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(root), env.get("PYTHONPATH"))))
+    return [sys.executable, "-m", "perfparser_py.cli"], env
+
+
 def run_parser(label: str, command: list[str], perf_data: str, parser_args: list[str],
-               timeout: float) -> tuple[bytes, int]:
+               timeout: float, env: dict[str, str] | None = None) -> tuple[bytes, int, str]:
+    """(stdout, exit code, the last line of stderr) of `command` run on `perf_data`."""
     try:
         proc = subprocess.run([*command, "--input", perf_data, *parser_args],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              timeout=timeout)
+                              capture_output=True, timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise CompareError(f"{label}: cannot run {shlex.join(command)}: {e}") from None
-    return proc.stdout, proc.returncode
+    said = proc.stderr.decode(errors="replace").strip().splitlines()
+    return proc.stdout, proc.returncode, said[-1] if said else ""
 
 
 def _side(label: str, stream: str | None, command: list[str] | None, perf_data: str | None,
-          parser_args: list[str], timeout: float) -> Side:
+          parser_args: list[str], timeout: float, env: dict[str, str] | None = None) -> Side:
     if stream is not None:
         try:
             return decode_side(label, Path(stream).read_bytes())
@@ -303,8 +316,12 @@ def _side(label: str, stream: str | None, command: list[str] | None, perf_data: 
             raise CompareError(f"{label}: {e}") from None
     if perf_data is None or command is None:
         raise CompareError(f"{label}: need a perf.data file or --{label}-stream")
-    data, code = run_parser(label, command, perf_data, parser_args, timeout)
-    return decode_side(label, data, code)
+    data, code, said = run_parser(label, command, perf_data, parser_args, timeout, env)
+    try:
+        return decode_side(label, data, code)
+    except CompareError as e:
+        # a parser that wrote no stream says why on stderr (a crash, a missing module)
+        raise CompareError(f"{e}; it exited {code}" + (f": {said}" if said else "")) from None
 
 
 def default_reference() -> list[str] | None:
@@ -340,15 +357,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     given = [(f"--{name}", getattr(args, f"parser_{name}")) for name in PARSER_OPTIONS]
     parser_args = [arg for pair in given if pair[1] is not None for arg in pair] + parser_args
-    ours_cmd = shlex.split(args.ours) if args.ours else [sys.executable, "-m",
-                                                          "perfparser_py.cli"]
+    ours_cmd, ours_env = (shlex.split(args.ours), None) if args.ours else own_parser()
     ref_cmd = shlex.split(args.reference) if args.reference else default_reference()
     try:
         if args.reference_stream is None and ref_cmd is None:
             raise CompareError("no reference parser: set $PERFPARSER_REFERENCE, pass "
                                "--reference or --reference-stream")
         ours = _side("ours", args.ours_stream, ours_cmd, args.perf_data, parser_args,
-                     args.timeout)
+                     args.timeout, ours_env)
         ref = _side("reference", args.reference_stream, ref_cmd, args.perf_data, parser_args,
                     args.timeout)
     except CompareError as e:

@@ -1,6 +1,7 @@
 """compare: semantic diff of two streams, classification, exit codes, parser runs."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -134,6 +135,31 @@ def test_errors_exit_2(tmp_path):
     r = run(str(VECTOR), "--ours", str(tmp_path / "no-such-binary"),
             "--reference-stream", str(VECTOR))
     assert r.returncode == 2 and "cannot run" in r.stderr
+
+
+def test_a_parser_that_writes_no_stream_is_reported_with_what_it_said(tmp_path):
+    """A parser that fails before its stream (a crash, a missing module) is reported by its
+    exit code and the last line of its stderr, not only as a corrupt stream."""
+    fake = tmp_path / "failing_parser.py"
+    fake.write_text("import sys; print('first line', file=sys.stderr)\n"
+                    "print('perfparser: needs construct', file=sys.stderr); sys.exit(7)\n")
+    r = run(str(VECTOR), "--ours", f"{sys.executable} {fake}", "--reference-stream", str(VECTOR))
+    assert r.returncode == 2
+    assert r.stderr.strip().endswith("it exited 7: perfparser: needs construct"), r.stderr
+
+
+def test_own_parser_is_the_checkout_a_tool_runs_from(monkeypatch):
+    """tools/compare and tools/perfdiff put their checkout first on their own path only: the
+    parser they run gets it first on PYTHONPATH. Where the interpreter finds the package by
+    itself (an install, an editable one), PYTHONPATH is left as it is."""
+    root = str(REPO)
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    monkeypatch.setattr(sys, "path", [root, "/usr/lib/python3.11"])
+    cmd, env = C.own_parser()
+    assert cmd == [sys.executable, "-m", "perfparser_py.cli"]
+    assert env["PYTHONPATH"] == os.pathsep.join((root, "/elsewhere"))
+    monkeypatch.setattr(sys, "path", ["/usr/bin", "/usr/lib/python3.11", root + "/."])
+    assert C.own_parser()[1]["PYTHONPATH"] == "/elsewhere"
 
 
 def test_exit_codes_count_only_when_both_sides_ran():
