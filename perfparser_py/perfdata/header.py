@@ -21,6 +21,26 @@ _MAX_ATTRS_BYTES = 1 << 20
 MAX_HEADER_SIZE = 2**31 - 1
 LAST_FEATURE = 28  # bits above are not examined
 
+# What a file that is not a recording most often is, by its first bytes: a recording
+# compressed for transfer, the binary recorded instead of the recording, or our own output.
+_OTHER_MAGICS = (
+    (b"\x1f\x8b", "gzip-compressed: decompress it first"),
+    (b"\xfd7zXZ\x00", "xz-compressed: decompress it first"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed: decompress it first"),
+    (b"BZh", "bzip2-compressed: decompress it first"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed: decompress it first"),
+    (b"\x7fELF", "an ELF file, not the recording perf record wrote"),
+    (b"QPERFST", "a perfparser stream already, not a recording"),
+)
+
+
+def not_a_recording(magic: bytes) -> str:
+    """The one-line error for a file whose first 8 bytes `magic` are no perf.data magic:
+    upstream's words, then what the file looks like, when it is a usual mistake."""
+    hint = next((what for start, what in _OTHER_MAGICS if magic.startswith(start)), None)
+    return f"invalid magic: {magic!r} (not a perf.data file{'; ' + hint if hint else ''})"
+
+
 FileHeader = namedtuple("FileHeader", [row[0] for row in lay.FILE_HEADER])
 
 

@@ -149,7 +149,7 @@ class PerfReader:
         if magic not in (h.MAGIC_LE, h.MAGIC_BE):
             if magic == b"PERFFILE":
                 raise _header_error("we don't support V1 perf data")
-            raise _header_error(f"invalid magic: {magic!r}")
+            raise _header_error(h.not_a_recording(magic))
         self._set_byte_order(magic == h.MAGIC_BE)
         size = h.pipe_header_size(head, self.big_endian)
         if size < h.PIPE_HEADER_SIZE:

@@ -4,8 +4,10 @@ the documented exit code and a one-line message, quickly."""
 from __future__ import annotations
 
 import io
+import sys
 import signal
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +92,33 @@ def test_missing_input_file():
     with pytest.raises(PerfDataError) as exc:
         open_source(str(BAD / "does-not-exist.data"), None, 0)
     assert exc.value.exit_code == 2
+
+
+@pytest.mark.parametrize(("packer", "fragment"), [
+    ("gzip", "gzip-compressed: decompress it first"),
+    ("xz", "xz-compressed: decompress it first"),
+    ("zstd", "zstd-compressed: decompress it first"),
+    ("bz2", "bzip2-compressed: decompress it first"),
+])
+def test_compressed_recording_is_named(packer, fragment, time_bound):
+    """A recording compressed for transfer is said to be one, in the one line of the error
+    upstream gives any file that is not a recording (exit 4)."""
+    import bz2
+    import gzip
+    import lzma
+
+    import zstandard
+
+    data = (CORPUS / "recorded/fp/perf.data").read_bytes()[:4096]
+    packed = {"gzip": gzip.compress, "xz": lzma.compress, "bz2": bz2.compress,
+              "zstd": zstandard.ZstdCompressor().compress}[packer](data)
+    _check(*read_until_error(StreamSource(io.BytesIO(packed))),
+           (4, f"invalid magic: {packed[:8]!r} (not a perf.data file; {fragment})", 0))
+
+
+def test_other_files_are_not_recordings(time_bound):
+    elf = Path(sys.executable).resolve().read_bytes()[:64]
+    _check(*read_until_error(StreamSource(io.BytesIO(elf))),
+           (4, "(not a perf.data file; an ELF file, not the recording perf record wrote)", 0))
+    _check(*read_until_error(StreamSource(io.BytesIO(b"root:x:0:0:root:/root:/bin/sh\n"))),
+           (4, "invalid magic: b'root:x:0' (not a perf.data file)", 0))
