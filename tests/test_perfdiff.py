@@ -23,6 +23,17 @@ def test_perfs_perf_map_dso_is_our_anonymous_mapping() -> None:
     assert rep.identical == 1
 
 
+def test_perfs_vdso32_is_the_vdso_mapping() -> None:
+    """perf calls a 32-bit process's vDSO [vdso32]; its mapping, which ours names the frame
+    after, is [vdso]: both unresolved there, the same frame. Another binary is not."""
+    ours = [perfdiff.Frame(None, perfdiff._binary("[vdso]"), "[vdso]")]
+    for dso, same in (("[vdso32]", 1), ("[vdsox32]", 1), ("[vdso]", 1), ("/lib/libc.so.6", 0)):
+        perf = [perfdiff._perf_frame(0xF7F00000, "[unknown]", dso)]
+        rep = perfdiff.compare("m32", [perfdiff.Stack(1, 5, "x", ours)],
+                               [perfdiff.Stack(1, 5, "x", perf)], _aliases({}))
+        assert rep.identical == same, dso
+
+
 def test_a_thread_entry_counts_by_its_own_name_not_its_alias_class() -> None:
     """libc's clone3 shares its address with `__GI___clone3`, which the alias table picks as
     the class's name: ours ending at clone3 still reaches the thread's entry."""
