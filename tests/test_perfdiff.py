@@ -97,6 +97,26 @@ def test_perf_without_a_name_for_the_signal_trampoline_agrees() -> None:
         assert (rep.identical, rep.agreeing) == (0, int(agrees))
 
 
+def test_perf_stopping_past_the_trampoline_of_a_handler_on_its_own_stack_agrees() -> None:
+    """A handler on a sigaltstack: perf's copy of that stack holds the trampoline's frame and
+    the interrupted function, none of their callers. Ours goes on to the thread's entry:
+    agreeing, as long as perf's frames are ours and ours reach the entry."""
+    handler = perfdiff.Frame("handler", "prog", "/prog")
+    work = perfdiff.Frame("work", "prog", "/prog")
+    nameless = perfdiff.Frame(None, "libc.so.6", LIBC)
+    restore = perfdiff.Frame("__restore_rt", "libc.so.6", LIBC)
+    entry = [perfdiff.Frame("main", "prog", "/prog"),
+             perfdiff.Frame("__libc_start_main", "libc.so.6", LIBC),
+             perfdiff.Frame("_start", "prog", "/prog")]
+    for ours, agrees in (([handler, restore, work, *entry], True),
+                         ([handler, restore, work, *entry[:1]], False),
+                         ([handler, restore, handler, *entry], False)):
+        rep = perfdiff.compare("altstack", [perfdiff.Stack(1, 5, "x", ours)],
+                               [perfdiff.Stack(1, 5, "x", [handler, nameless, work])],
+                               _aliases({}))
+        assert (rep.identical, rep.agreeing) == (0, int(agrees)), ours
+
+
 def test_perfs_copies_of_a_read_group_sample_are_one_sample() -> None:
     """`-e '{cpu-clock,task-clock}:S'`: perf prints the leader's sample once per member, one
     stack each; ours is one sample with both values. A copy with another stack still counts
