@@ -95,6 +95,13 @@ def test_perf_without_a_name_for_the_signal_trampoline_agrees() -> None:
                                [perfdiff.Stack(1, 5, "x", [handler, nameless, main])],
                                _aliases({}))
         assert (rep.identical, rep.agreeing) == (0, int(agrees))
+    # the other frames compare as frames do: an unresolved one by its binary, not its path
+    ours = [handler, perfdiff.Frame("__restore_rt", "libc.so.6", LIBC),
+            perfdiff.Frame(None, "prog", "/prog")]
+    perf = [handler, nameless, perfdiff.Frame(None, "prog", "/usr/local/bin/prog")]
+    rep = perfdiff.compare("signal", [perfdiff.Stack(1, 5, "x", ours)],
+                           [perfdiff.Stack(1, 5, "x", perf)], _aliases({}))
+    assert (rep.identical, rep.agreeing) == (0, 1)
 
 
 def test_perf_stopping_past_the_trampoline_of_a_handler_on_its_own_stack_agrees() -> None:
