@@ -4,8 +4,8 @@ the documented exit code and a one-line message, quickly."""
 from __future__ import annotations
 
 import io
-import sys
 import signal
+import sys
 import tomllib
 from pathlib import Path
 
